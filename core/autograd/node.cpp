@@ -1,0 +1,114 @@
+#include "core/autograd/node.h"
+
+#include <atomic>
+
+#include "core/autograd/grad_mode.h"
+#include "core/ops.h"
+
+namespace ember::autograd {
+
+namespace {
+std::atomic<int64_t> g_live_nodes{0};
+}
+
+SavedTensor::SavedTensor(const Tensor& t) {
+  if (!t.defined()) return;
+  data_ = t.detach();
+  saved_version_ = t.version();
+}
+
+Tensor SavedTensor::unpack(const Node& owner, const char* what) const {
+  if (owner.released) {
+    throw AutogradError(
+        "backward through " + owner.name() +
+        " a second time: its saved tensors were freed after the first backward(). Pass "
+        "retain_graph=true to the first backward() if you need to go through the graph again, "
+        "or run the forward pass again");
+  }
+  if (data_.defined() && data_.version() != saved_version_) {
+    throw AutogradError(detail::concat(
+        "a tensor that ", owner.name(), " saved for backward (", what, ", shape ",
+        shape_str(data_.shape()), ") was modified by an in-place operation: it was at version ",
+        saved_version_, " and is now at version ", data_.version(),
+        ". Use an out-of-place op (x = x + y instead of x.add_(y)) or clone() the tensor first"));
+  }
+  return data_;
+}
+
+Node::Node() { ++g_live_nodes; }
+
+// A long chain of nodes (y = f(f(f(...x)))) would be destroyed recursively: each node's last
+// reference to its predecessor dies inside its own destructor. 100k nodes would overflow the
+// stack. So the outermost destructor takes over: inner destructors only hand their edges to a
+// per-thread list, and the outermost one drains that list in a loop.
+Node::~Node() {
+  thread_local std::vector<std::shared_ptr<Node>> pending;
+  thread_local bool draining = false;
+  --g_live_nodes;
+  for (auto& e : next_edges)
+    if (e.fn) pending.push_back(std::move(e.fn));
+  if (draining) return;
+  draining = true;
+  while (!pending.empty()) {
+    std::shared_ptr<Node> n = std::move(pending.back());
+    pending.pop_back();
+    n.reset();  // may run ~Node, which only appends to `pending`
+  }
+  draining = false;
+}
+
+int64_t Node::live_count() { return g_live_nodes.load(); }
+
+std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output) {
+  TensorImpl* v = variable_.get();
+  if (!v->grad) {
+    // Keep the incoming buffer when nobody else can see it; otherwise copy, so that a later
+    // in-place accumulation cannot write into someone else's tensor.
+    const bool exclusive = grad_output.impl_ptr().use_count() == 1 &&
+                           grad_output.storage().use_count() == 1 && grad_output.is_contiguous() &&
+                           grad_output.offset() == 0;
+    v->grad = exclusive ? grad_output.detach().impl_ptr() : grad_output.clone().impl_ptr();
+  } else {
+    Tensor(v->grad).add_(grad_output);
+  }
+  return {};
+}
+
+bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
+  for (const Tensor* t : inputs)
+    if (t && t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+bool grad_needed(std::initializer_list<const Tensor*> inputs) {
+  return is_grad_enabled() && any_requires_grad(inputs);
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined() || !t.requires_grad()) return {};
+  TensorImpl* impl = t.impl();
+  if (impl->grad_fn) return {impl->grad_fn, impl->output_nr};
+  std::shared_ptr<Node> acc = impl->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
+    impl->grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+void connect(const std::shared_ptr<Node>& node, const Tensor& output,
+             const std::vector<const Tensor*>& inputs) {
+  node->next_edges.reserve(inputs.size());
+  node->input_shapes.reserve(inputs.size());
+  for (const Tensor* t : inputs) {
+    node->next_edges.push_back(t ? gradient_edge(*t) : Edge{});
+    node->input_shapes.push_back(t && t->defined() ? t->shape() : Shape{});
+    node->input_dtypes.push_back(t && t->defined() ? t->dtype() : DType::Float32);
+  }
+  TensorImpl* out = output.impl();
+  out->grad_fn = node;
+  out->output_nr = 0;
+  out->requires_grad = true;
+}
+
+}  // namespace ember::autograd

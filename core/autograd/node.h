@@ -1,0 +1,109 @@
+// ember/core/autograd/node.h — the tape.
+//
+// Every differentiable op that sees an input with requires_grad records a Node: an object
+// that remembers what the backward formula needs (SavedTensor) and where each input's
+// gradient must go next (Edge). The output tensor points at its Node through grad_fn. Calling
+// backward() walks these nodes from the loss back to the leaves (core/autograd/engine.cpp).
+//
+//   x (leaf) ──► AccumulateGrad                y = x * w    z = y.sum()
+//   w (leaf) ──► AccumulateGrad ◄── MulBackward ◄── SumBackward ◄── z.backward()
+//
+// Leaves (tensors a user created with requires_grad) end in an AccumulateGrad node, which adds
+// the arriving gradient into the leaf's .grad — with +=, so gradients accumulate across calls
+// until zero_grad(), exactly as in PyTorch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ember::autograd {
+
+class Node;
+
+// Where a gradient goes: input number `input_nr` of node `fn`. An empty edge means "this input
+// needs no gradient".
+struct Edge {
+  std::shared_ptr<Node> fn;
+  uint32_t input_nr = 0;
+  bool valid() const { return static_cast<bool>(fn); }
+};
+
+// A tensor kept for backward. It holds a detached alias (same storage, no grad_fn: saving an
+// op's own output therefore creates no reference cycle) and the storage version at save time.
+// unpack() refuses to hand back data that an in-place op has changed since, because the
+// gradient computed from it would be silently wrong.
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  explicit SavedTensor(const Tensor& t);
+  Tensor unpack(const Node& owner, const char* what) const;
+  bool defined() const { return data_.defined(); }
+  void reset() { data_ = Tensor(); }
+
+ private:
+  Tensor data_;
+  int64_t saved_version_ = 0;
+};
+
+class Node {
+ public:
+  Node();
+  virtual ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // "MulBackward", shown by grad_fn printing and in error messages.
+  virtual std::string name() const = 0;
+  // Given dL/d(output), returns dL/d(input_i) for every input (one per next_edges entry).
+  // Entries for inputs that need no gradient (needs_input_grad(i) == false) may be undefined.
+  virtual std::vector<Tensor> backward(const Tensor& grad_output) = 0;
+  // Drops saved tensors; called after a backward pass that did not ask to retain the graph.
+  virtual void release_saved() {}
+
+  bool needs_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
+
+  std::vector<Edge> next_edges;  // one per input of the forward op
+  std::vector<Shape> input_shapes;  // to check what backward returns
+  std::vector<DType> input_dtypes;
+  bool released = false;
+  std::weak_ptr<TensorImpl> retained_output;  // set by Tensor::retain_grad()
+
+  static int64_t live_count();
+};
+
+// The sink of a leaf: adds arriving gradients into the leaf's .grad.
+class AccumulateGrad final : public Node {
+ public:
+  explicit AccumulateGrad(std::shared_ptr<TensorImpl> variable) : variable_(std::move(variable)) {}
+  std::string name() const override { return "AccumulateGrad"; }
+  std::vector<Tensor> backward(const Tensor& grad_output) override;
+
+ private:
+  std::shared_ptr<TensorImpl> variable_;
+};
+
+// Does any of these tensors need a gradient while the tape is recording?
+bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
+inline bool any_requires_grad(const std::vector<Tensor>& inputs) {
+  for (const auto& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+bool grad_needed(std::initializer_list<const Tensor*> inputs);  // is_grad_enabled() && any_requires_grad
+
+// The edge to follow for a gradient of `t`: its grad_fn, or its leaf accumulator, or none.
+Edge gradient_edge(const Tensor& t);
+
+// Wires `node` into the tape: one edge per input, and `output` gets grad_fn = node.
+// Call only when grad_needed(...) is true.
+void connect(const std::shared_ptr<Node>& node, const Tensor& output,
+             const std::vector<const Tensor*>& inputs);
+
+// Runs the backward pass (core/autograd/engine.cpp).
+void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
+
+}  // namespace ember::autograd

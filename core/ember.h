@@ -1,0 +1,15 @@
+// ember/core/ember.h — include this one header to use ember.
+#pragma once
+
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
+#include "core/cuda.h"
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/gradcheck.h"
+#include "core/ops.h"
+#include "core/random.h"
+#include "core/registry.h"
+#include "core/tensor.h"
+#include "core/threading.h"

@@ -1,0 +1,110 @@
+// ember/core/ops.h — every op ember has, as free functions (the Tensor methods forward here).
+//
+// Each op is defined once, in an op card under core/ops/ that holds its math, its backward,
+// and the kernels it calls. The registry (core/registry.cpp) lists them all.
+#pragma once
+
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ember {
+
+enum class Reduction { None, Mean, Sum };
+
+// ---- elementwise arithmetic with NumPy broadcasting (core/ops/add.cpp ... div.cpp) ----------
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor neg(const Tensor& a);
+Tensor pow(const Tensor& a, double exponent);  // scalar exponent
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, double s);
+Tensor operator-(const Tensor& a, double s);
+Tensor operator*(const Tensor& a, double s);
+Tensor operator/(const Tensor& a, double s);
+Tensor operator+(double s, const Tensor& a);
+Tensor operator-(double s, const Tensor& a);
+Tensor operator*(double s, const Tensor& a);
+Tensor operator/(double s, const Tensor& a);
+Tensor operator-(const Tensor& a);
+
+// ---- elementwise math (core/ops/unary_math.cpp, core/ops/activations.cpp) -----------------
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor abs(const Tensor& a);
+Tensor relu(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor tanh(const Tensor& a);
+
+// ---- reductions (core/ops/sum.cpp, core/ops/max_min.cpp) ------------------------------------
+// `dims` empty means all dimensions.
+Tensor sum(const Tensor& a, const Shape& dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& a, const Shape& dims = {}, bool keepdim = false);
+struct ValuesIndices {
+  Tensor values;
+  Tensor indices;  // int64, position along `dim` of the max/min
+};
+ValuesIndices max(const Tensor& a, int64_t dim, bool keepdim = false);
+ValuesIndices min(const Tensor& a, int64_t dim, bool keepdim = false);
+Tensor max(const Tensor& a);  // over all elements
+Tensor min(const Tensor& a);
+Tensor argmax(const Tensor& a, int64_t dim, bool keepdim = false);  // no grad
+Tensor argmin(const Tensor& a, int64_t dim, bool keepdim = false);
+Tensor argmax(const Tensor& a);  // index into the flattened tensor
+// Sums a broadcast gradient back down to `shape` (the reverse of broadcasting).
+Tensor sum_to(const Tensor& a, const Shape& shape);
+
+// ---- linear algebra (core/ops/matmul.cpp) ---------------------------------------------------
+// 1-d and 2-d operands as in torch.matmul; 3-d and more: batched, batch dims broadcast.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// ---- softmax family and losses (core/ops/softmax.cpp, cross_entropy.cpp, mse_loss.cpp) -----
+Tensor softmax(const Tensor& a, int64_t dim);
+Tensor log_softmax(const Tensor& a, int64_t dim);
+// logits [N, C], target int64 [N] with class indices, optional weight [C].
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight = Tensor(),
+                     Reduction reduction = Reduction::Mean, int64_t ignore_index = -100);
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+
+// ---- comparisons and selection (core/ops/compare.cpp, where.cpp) — no gradient ---------------
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+// cond ? a : b elementwise (broadcast); differentiable in a and b.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor masked_fill(const Tensor& a, const Tensor& mask, double value);
+
+// ---- indexing and joining (core/ops/gather.cpp, index_select.cpp, cat.cpp) -----------------
+Tensor gather(const Tensor& a, int64_t dim, const Tensor& index);
+Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index);
+Tensor index_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+
+// ---- layout ops (core/ops/view_ops.cpp, copy.cpp) — differentiable views and copies ---------
+Tensor view(const Tensor& a, const Shape& shape);
+Tensor reshape(const Tensor& a, const Shape& shape);
+Tensor permute(const Tensor& a, const Shape& dims);
+Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1);
+Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);
+Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+Tensor select(const Tensor& a, int64_t dim, int64_t index);
+Tensor squeeze(const Tensor& a, int64_t dim);
+Tensor unsqueeze(const Tensor& a, int64_t dim);
+Tensor expand(const Tensor& a, const Shape& shape);
+Tensor contiguous(const Tensor& a);
+Tensor clone(const Tensor& a);
+Tensor to_dtype(const Tensor& a, DType dtype);
+
+}  // namespace ember

@@ -1,0 +1,25 @@
+// Op card: neg — out = -a.
+//
+// Math      out = -a
+// Backward  dL/da = -dL/dout
+// Shapes    unchanged.
+// Saved     nothing.
+// Kernels   CPU: kernels/cpu/elementwise.cpp unary(Neg).
+#include "core/ops/common.h"
+
+namespace ember {
+
+namespace {
+struct NegBackward final : ops::Node {
+  std::string name() const override { return "NegBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override { return {neg(g)}; }
+};
+}  // namespace
+
+Tensor neg(const Tensor& a) {
+  Tensor out = ops::unary_forward(kernels::cpu::UnaryOp::Neg, a, "neg");
+  if (autograd::grad_needed({&a})) autograd::connect(std::make_shared<NegBackward>(), out, {&a});
+  return out;
+}
+
+}  // namespace ember

@@ -1,0 +1,36 @@
+// Op card: relu — rectified linear unit.
+//
+// Math      out = max(a, 0)
+// Backward  dL/da = dL/dout where out > 0, else 0 (the subgradient 0 at a == 0, as PyTorch)
+// Shapes    unchanged.
+// Saved     out (the backward is cheapest written in terms of the output).
+// Kernels   CPU: kernels/cpu/elementwise.cpp unary(Relu), binary(ReluBackward).
+#include "core/ops/common.h"
+
+namespace ember {
+
+namespace {
+struct ReluBackward final : ops::Node {
+  ops::SavedTensor out;
+  std::string name() const override { return "ReluBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    return {ops::binary_forward(kernels::cpu::BinaryOp::ReluBackward, g, out.unpack(*this, "result"),
+                                "relu backward")};
+  }
+  void release_saved() override { out.reset(); }
+};
+}  // namespace
+
+Tensor relu(const Tensor& a) {
+  ops::check_defined("relu", a);
+  ops::check_float("relu", a);
+  Tensor out = ops::unary_forward(kernels::cpu::UnaryOp::Relu, a, "relu");
+  if (autograd::grad_needed({&a})) {
+    auto node = std::make_shared<ReluBackward>();
+    node->out = ops::SavedTensor(out);
+    autograd::connect(node, out, {&a});
+  }
+  return out;
+}
+
+}  // namespace ember

@@ -1,0 +1,36 @@
+// Op card: sigmoid — logistic sigmoid.
+//
+// Math      out = 1 / (1 + e^-a)
+// Backward  dL/da = dL/dout * out * (1 - out)   (s' = s (1 - s))
+// Shapes    unchanged.
+// Saved     out (the backward is cheapest written in terms of the output).
+// Kernels   CPU: kernels/cpu/elementwise.cpp unary(Sigmoid), binary(SigmoidBackward).
+#include "core/ops/common.h"
+
+namespace ember {
+
+namespace {
+struct SigmoidBackward final : ops::Node {
+  ops::SavedTensor out;
+  std::string name() const override { return "SigmoidBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    return {ops::binary_forward(kernels::cpu::BinaryOp::SigmoidBackward, g, out.unpack(*this, "result"),
+                                "sigmoid backward")};
+  }
+  void release_saved() override { out.reset(); }
+};
+}  // namespace
+
+Tensor sigmoid(const Tensor& a) {
+  ops::check_defined("sigmoid", a);
+  ops::check_float("sigmoid", a);
+  Tensor out = ops::unary_forward(kernels::cpu::UnaryOp::Sigmoid, a, "sigmoid");
+  if (autograd::grad_needed({&a})) {
+    auto node = std::make_shared<SigmoidBackward>();
+    node->out = ops::SavedTensor(out);
+    autograd::connect(node, out, {&a});
+  }
+  return out;
+}
+
+}  // namespace ember

@@ -1,0 +1,36 @@
+// Op card: sqrt — square root.
+//
+// Math      out = sqrt(a)
+// Backward  dL/da = dL/dout / (2 * out)     (d sqrt(a)/da = 1 / (2 sqrt(a)))
+// Shapes    unchanged.
+// Saved     out.
+// Kernels   CPU: kernels/cpu/elementwise.cpp unary(Sqrt).
+#include "core/ops/common.h"
+
+namespace ember {
+
+namespace {
+struct SqrtBackward final : ops::Node {
+  ops::SavedTensor out;
+  std::string name() const override { return "SqrtBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    const Tensor y = out.unpack(*this, "result");
+    return {div(g, mul(y, ops::scalar_like(2.0, y)))};
+  }
+  void release_saved() override { out.reset(); }
+};
+}  // namespace
+
+Tensor sqrt(const Tensor& a) {
+  ops::check_defined("sqrt", a);
+  ops::check_float("sqrt", a);
+  Tensor out = ops::unary_forward(kernels::cpu::UnaryOp::Sqrt, a, "sqrt");
+  if (autograd::grad_needed({&a})) {
+    auto node = std::make_shared<SqrtBackward>();
+    node->out = ops::SavedTensor(out);
+    autograd::connect(node, out, {&a});
+  }
+  return out;
+}
+
+}  // namespace ember

@@ -1,0 +1,36 @@
+// Op card: tanh — hyperbolic tangent.
+//
+// Math      out = tanh(a)
+// Backward  dL/da = dL/dout * (1 - out^2)
+// Shapes    unchanged.
+// Saved     out (the backward is cheapest written in terms of the output).
+// Kernels   CPU: kernels/cpu/elementwise.cpp unary(Tanh), binary(TanhBackward).
+#include "core/ops/common.h"
+
+namespace ember {
+
+namespace {
+struct TanhBackward final : ops::Node {
+  ops::SavedTensor out;
+  std::string name() const override { return "TanhBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    return {ops::binary_forward(kernels::cpu::BinaryOp::TanhBackward, g, out.unpack(*this, "result"),
+                                "tanh backward")};
+  }
+  void release_saved() override { out.reset(); }
+};
+}  // namespace
+
+Tensor tanh(const Tensor& a) {
+  ops::check_defined("tanh", a);
+  ops::check_float("tanh", a);
+  Tensor out = ops::unary_forward(kernels::cpu::UnaryOp::Tanh, a, "tanh");
+  if (autograd::grad_needed({&a})) {
+    auto node = std::make_shared<TanhBackward>();
+    node->out = ops::SavedTensor(out);
+    autograd::connect(node, out, {&a});
+  }
+  return out;
+}
+
+}  // namespace ember

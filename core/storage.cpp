@@ -1,0 +1,71 @@
+#include "core/storage.h"
+
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "core/cuda.h"
+#include "core/error.h"
+
+namespace ember {
+
+namespace {
+
+std::atomic<int64_t> g_live_count{0};
+std::atomic<int64_t> g_live_bytes{0};
+
+// 64-byte aligned host memory: a cache line, and enough for any SIMD load Eigen issues.
+class CpuAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes, Device) override {
+    const size_t rounded = (nbytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    if (!p) {
+      throw Error("out of host memory: could not allocate " + std::to_string(nbytes) +
+                  " bytes; use smaller batches or free tensors you no longer need");
+    }
+    return p;
+  }
+  void deallocate(void* ptr, size_t, Device) override { std::free(ptr); }
+};
+
+Allocator* g_allocators[2] = {nullptr, nullptr};
+
+}  // namespace
+
+void register_allocator(DeviceType type, Allocator* allocator) {
+  g_allocators[static_cast<int>(type)] = allocator;
+}
+
+Allocator* allocator_for(Device device) {
+  if (device.is_cpu()) {
+    static CpuAllocator cpu;
+    return &cpu;
+  }
+  Allocator* a = g_allocators[static_cast<int>(DeviceType::CUDA)];
+  if (!a) {
+    throw DeviceError("cannot place a tensor on " + device.str() + ": " +
+                      (cuda::is_available() ? std::string("ember's CUDA backend is not enabled in this build")
+                                            : std::string(cuda::unavailable_reason())) +
+                      ". Use device \"cpu\", or pick the device with "
+                      "cuda::is_available() ? \"cuda\" : \"cpu\"");
+  }
+  return a;
+}
+
+Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
+  data_ = allocator_for(device)->allocate(nbytes, device);
+  ++g_live_count;
+  g_live_bytes += static_cast<int64_t>(nbytes);
+}
+
+Storage::~Storage() {
+  allocator_for(device_)->deallocate(data_, nbytes_, device_);
+  --g_live_count;
+  g_live_bytes -= static_cast<int64_t>(nbytes_);
+}
+
+int64_t Storage::live_count() { return g_live_count.load(); }
+int64_t Storage::live_bytes() { return g_live_bytes.load(); }
+
+}  // namespace ember

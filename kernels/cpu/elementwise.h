@@ -1,0 +1,41 @@
+// ember/kernels/cpu/elementwise.h — CPU elementwise kernels: unary math, binary arithmetic,
+// comparisons, where, casting copies and fills.
+//
+// Signatures are plain: a dtype, a StridedLoop (operand 0 = output) and raw pointers to the
+// first element of each operand. Contiguous loops go through Eigen array expressions (which
+// vectorize exp/log/tanh...); strided loops walk runs with explicit strides.
+#pragma once
+
+#include "core/dtype.h"
+#include "kernels/loop.h"
+
+namespace ember::kernels::cpu {
+
+enum class UnaryOp { Neg, Exp, Log, Sqrt, Abs, Sign, Relu, Sigmoid, Tanh, Pow, Square };
+// out = op(in); `param` is the exponent for Pow.
+void unary(UnaryOp op, DType dtype, const StridedLoop<2>& L, void* out, const void* in,
+           double param = 0.0);
+
+// out = a (op) b. Add and Sub compute a + alpha*b and a - alpha*b.
+// The *Backward ops take (grad, saved output y): ReluBackward = g*(y>0),
+// SigmoidBackward = g*y*(1-y), TanhBackward = g*(1-y*y).
+enum class BinaryOp { Add, Sub, Mul, Div, ReluBackward, SigmoidBackward, TanhBackward };
+void binary(BinaryOp op, DType dtype, const StridedLoop<3>& L, void* out, const void* a,
+            const void* b, double alpha = 1.0);
+
+// out (bool) = a (cmp) b, both inputs of `dtype`.
+enum class CompareOp { Eq, Ne, Lt, Le, Gt, Ge };
+void compare(CompareOp op, DType dtype, const StridedLoop<3>& L, bool* out, const void* a,
+             const void* b);
+
+// out = cond ? a : b; operands: out, cond (bool), a, b.
+void where(DType dtype, const StridedLoop<4>& L, void* out, const bool* cond, const void* a,
+           const void* b);
+
+// dst = src converted to dst_dtype (operand 0 = dst).
+void copy(DType dst_dtype, DType src_dtype, const StridedLoop<2>& L, void* dst, const void* src);
+
+// Every element of a (possibly strided) tensor set to value.
+void fill(DType dtype, const StridedLoop<1>& L, void* out, double value);
+
+}  // namespace ember::kernels::cpu

@@ -1,0 +1,78 @@
+// ember/kernels/cpu/parallel.h — multi-threading for ember's own CPU loops.
+//
+// One thread count governs everything ember runs on the CPU: its elementwise/reduction loops
+// (through parallel_for, below) and Eigen's GEMM (Eigen::setNbThreads). Small ranges run on
+// the calling thread: for a few thousand elements waking a thread team costs more than the work.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/loop.h"
+
+namespace ember::kernels::cpu {
+
+int num_threads();
+void set_num_threads(int n);
+
+// Below this many elements an elementwise loop stays on one thread.
+constexpr int64_t kGrainSize = 32768;
+
+namespace detail {
+void parallel_run(int64_t begin, int64_t end, int threads, void* ctx,
+                  void (*fn)(void*, int64_t, int64_t));
+}
+
+// Calls f(chunk_begin, chunk_end) over [begin, end) split into at most num_threads() chunks of
+// at least `grain` elements.
+template <typename F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
+  const int64_t n = end - begin;
+  if (n <= 0) return;
+  const int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));
+  const int threads = static_cast<int>(std::min<int64_t>(num_threads(), max_chunks));
+  if (threads <= 1) {
+    f(begin, end);
+    return;
+  }
+  detail::parallel_run(begin, end, threads, const_cast<F*>(&f), [](void* ctx, int64_t b, int64_t e) {
+    (*static_cast<const F*>(ctx))(b, e);
+  });
+}
+
+// Walks every element of a coalesced StridedLoop. For each run along the innermost dimension it
+// calls inner(offsets, n, inner_strides): offsets[k] is the element offset of operand k at the
+// start of the run, n its length, inner_strides[k] the innermost stride of operand k. Runs are
+// split across threads when the loop is large.
+template <int N, typename Inner>
+void for_each_run(const StridedLoop<N>& L, const Inner& inner, int64_t grain = kGrainSize) {
+  if (L.numel == 0) return;
+  const int last = L.ndim - 1;
+  parallel_for(0, L.numel, grain, [&](int64_t begin, int64_t end) {
+    int64_t idx[kMaxDims];
+    int64_t off[N] = {};
+    int64_t rem = begin;
+    for (int d = last; d >= 0; --d) {
+      idx[d] = rem % L.shape[d];
+      rem /= L.shape[d];
+      for (int k = 0; k < N; ++k) off[k] += idx[d] * L.strides[k][d];
+    }
+    int64_t inner_st[N];
+    for (int k = 0; k < N; ++k) inner_st[k] = L.strides[k][last];
+    int64_t pos = begin;
+    while (pos < end) {
+      const int64_t len = std::min(L.shape[last] - idx[last], end - pos);
+      inner(off, len, inner_st);
+      pos += len;
+      idx[last] += len;
+      for (int k = 0; k < N; ++k) off[k] += len * inner_st[k];
+      for (int d = last; d > 0 && idx[d] == L.shape[d]; --d) {
+        idx[d] = 0;
+        ++idx[d - 1];
+        for (int k = 0; k < N; ++k) off[k] += L.strides[k][d - 1] - L.shape[d] * L.strides[k][d];
+      }
+    }
+  });
+}
+
+}  // namespace ember::kernels::cpu
