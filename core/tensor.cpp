@@ -171,6 +171,26 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
   autograd::run_backward(*this, gradient, retain_graph);
 }
 
+void Tensor::set_data(const Tensor& src) const {
+  TensorImpl* t = checked();
+  EMBER_CHECK_T(AutogradError, !t->grad_fn, "set_data: only leaf tensors can have their data "
+                "replaced (this one has grad_fn=", t->grad_fn ? t->grad_fn->name() : "", ")");
+  EMBER_CHECK(src.defined(), "set_data: the source tensor is undefined");
+  EMBER_CHECK(!t->requires_grad || is_floating(src.dtype()), "set_data: a tensor that requires "
+              "grad must keep a float dtype, not ", src.dtype());
+  const TensorImpl* s = src.impl();
+  t->storage = s->storage;
+  t->shape = s->shape;
+  t->strides = s->strides;
+  t->offset = s->offset;
+  t->dtype = s->dtype;
+  t->grad_accumulator.reset();  // a graph built before refers to the old data
+  if (t->grad) {
+    const Tensor g(t->grad);
+    t->grad = g.to(src.dtype()).to(src.device()).impl_ptr();
+  }
+}
+
 Tensor Tensor::detach() const {
   const TensorImpl* t = checked();
   auto impl = std::make_shared<TensorImpl>();
@@ -416,8 +436,6 @@ Tensor randn(const Shape& shape, const TensorOptions& o) {
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& o) {
   EMBER_CHECK(high > low, "randint: high (", high, ") must be greater than low (", low, ")");
-  TensorOptions io = o;
-  io.dtype_ = kInt64;
   Tensor t = random_tensor(shape, TensorOptions(kInt64), [&](Tensor& x, uint64_t seed, uint64_t off) {
     kernels::cpu::randint(x.data_ptr<int64_t>(), x.numel(), seed, off, low, high);
   });

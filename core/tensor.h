@@ -116,6 +116,11 @@ class Tensor {
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
   // Same data, cut from the graph: the result does not require grad and has no grad_fn.
   Tensor detach() const;
+  // Replaces this tensor's data (storage, layout, dtype) with src's, keeping its identity:
+  // every handle to it — a Module's slot, an optimizer's list — sees the new data. Like
+  // PyTorch's `param.data = src`; this is how Module::to(device) moves parameters in place.
+  // Only for leaves; the .grad, if any, is converted along (dtype and device).
+  void set_data(const Tensor& src) const;
   int64_t version() const { return checked()->storage->version(); }
   void bump_version() const { checked()->storage->bump_version(); }
 

@@ -28,6 +28,8 @@ Tensor expand(const Tensor& a, const Shape& shape) {
   for (int64_t d = nd - 1; d >= 0; --d) {
     const int64_t src = d - (nd - ad);
     const int64_t want = shape[d];
+    EMBER_CHECK(want >= -1, "expand: invalid size ", want, " at dim ", d, " of ", shape_str(shape),
+                " (sizes are >= 0, or -1 to keep a dimension's size)");
     if (src < 0) {
       EMBER_CHECK(want >= 0, "expand: size -1 is not allowed for a new leading dimension in ",
                   shape_str(shape));

@@ -10,6 +10,7 @@ ReducePlan plan_reduction(const Tensor& a, const Shape& dims, bool keepdim, cons
   p.reduced.assign(static_cast<size_t>(nd), dims.empty());
   for (int64_t d : dims) {
     const int64_t w = wrap_dim(d, nd, op);
+    if (nd == 0) continue;  // a 0-d tensor accepts dim 0 / -1 and has nothing to mark
     EMBER_CHECK(!p.reduced[w], op, ": dim ", w, " appears twice in ", shape_str(dims));
     p.reduced[w] = true;
   }

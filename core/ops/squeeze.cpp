@@ -29,8 +29,8 @@ Tensor finish(const Tensor& a, Tensor out, bool is_unsqueeze) {
 
 Tensor squeeze(const Tensor& a, int64_t dim) {
   ops::check_defined("squeeze", a);
+  dim = wrap_dim(dim, a.dim(), "squeeze");  // a 0-d tensor accepts dim 0 or -1, as in PyTorch
   if (a.dim() == 0) return finish(a, make_view(a, {}, {}, a.offset()), false);
-  dim = wrap_dim(dim, a.dim(), "squeeze");
   Shape shape = a.shape(), strides = a.strides();
   if (shape[dim] == 1) {
     shape.erase(shape.begin() + dim);

@@ -1,6 +1,8 @@
 #include "kernels/cpu/reduce.h"
 
 #include <algorithm>
+#include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
@@ -44,12 +46,115 @@ void sum_typed(int64_t outer, int64_t r, int64_t inner, const T* in, T* out, dou
     }
   });
 }
+
+// Does x take the place of the current best? A NaN best is never replaced and a NaN x replaces
+// any number, so the first NaN of a row is what comes out. Between numbers the comparison is
+// strict: of equal values the first one stays, which makes the index the smallest one.
+template <MaxMin kWhich, typename T>
+inline bool replaces(T x, T best) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(best)) return false;
+    if (std::isnan(x)) return true;
+  }
+  if constexpr (kWhich == MaxMin::Max) return x > best;
+  else return x < best;
+}
+
+template <MaxMin kWhich, typename T>
+void max_min_typed(int64_t outer, int64_t r, int64_t inner, const T* in, T* values,
+                   int64_t* indices) {
+  if (inner == 1) {
+    // One output per contiguous row of length r: a plain scan.
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(r, 1));
+    parallel_for(0, outer, grain, [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        const T* row = in + o * r;
+        T best = row[0];
+        int64_t arg = 0;
+        for (int64_t j = 1; j < r; ++j) {
+          if (replaces<kWhich>(row[j], best)) {
+            best = row[j];
+            arg = j;
+          }
+        }
+        values[o] = best;
+        indices[o] = arg;
+      }
+    });
+    return;
+  }
+  // Column-style, as in reduce_sum: the outputs themselves hold the running best. Row 0 of each
+  // [r, inner] slab seeds a block of them, then every further row is compared against the block,
+  // so all loads walk memory forward. Each task owns whole output blocks: no two threads write
+  // the same element.
+  const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(r * kColumnBlock, 1));
+  parallel_for(0, outer * blocks, grain, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t o = t / blocks;
+      const int64_t k0 = (t % blocks) * kColumnBlock;
+      const int64_t kn = std::min(kColumnBlock, inner - k0);
+      const T* slab = in + o * r * inner + k0;
+      T* best = values + o * inner + k0;
+      int64_t* arg = indices + o * inner + k0;
+      for (int64_t k = 0; k < kn; ++k) {
+        best[k] = slab[k];
+        arg[k] = 0;
+      }
+      for (int64_t j = 1; j < r; ++j) {
+        const T* row = slab + j * inner;
+        for (int64_t k = 0; k < kn; ++k) {
+          if (replaces<kWhich>(row[k], best[k])) {
+            best[k] = row[k];
+            arg[k] = j;
+          }
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void max_min_backward_typed(int64_t outer, int64_t r, int64_t inner, const T* grad,
+                            const int64_t* indices, T* grad_in) {
+  // One task per slab [r, inner] of grad_in: zero it, then drop each output's gradient on the
+  // row its index names. The indices come from the forward, so they are in [0, r).
+  const int64_t slab = r * inner;
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(slab, 1));
+  parallel_for(0, outer, grain, [&](int64_t b, int64_t e) {
+    for (int64_t o = b; o < e; ++o) {
+      T* dst = grad_in + o * slab;
+      std::fill(dst, dst + slab, T(0));
+      const T* g = grad + o * inner;
+      const int64_t* idx = indices + o * inner;
+      for (int64_t k = 0; k < inner; ++k) dst[idx[k] * inner + k] = g[k];
+    }
+  });
+}
 }  // namespace
 
 void reduce_sum(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* in, void* out,
                 double scale) {
   EMBER_DISPATCH_NUMERIC(dtype, "sum", [&] {
     sum_typed<scalar_t>(outer, r, inner, static_cast<const scalar_t*>(in), static_cast<scalar_t*>(out), scale);
+  });
+}
+
+void reduce_max_min(MaxMin which, DType dtype, int64_t outer, int64_t r, int64_t inner,
+                    const void* in, void* values, int64_t* indices) {
+  EMBER_DISPATCH_ALL(dtype, which == MaxMin::Max ? "max" : "min", [&] {
+    const auto* x = static_cast<const scalar_t*>(in);
+    auto* v = static_cast<scalar_t*>(values);
+    if (which == MaxMin::Max) max_min_typed<MaxMin::Max>(outer, r, inner, x, v, indices);
+    else max_min_typed<MaxMin::Min>(outer, r, inner, x, v, indices);
+  });
+}
+
+void reduce_max_min_backward(DType dtype, int64_t outer, int64_t r, int64_t inner,
+                             const void* grad, const int64_t* indices, void* grad_in) {
+  EMBER_DISPATCH_FLOAT(dtype, "max/min backward", [&] {
+    max_min_backward_typed<scalar_t>(outer, r, inner, static_cast<const scalar_t*>(grad), indices,
+                                     static_cast<scalar_t*>(grad_in));
   });
 }
 

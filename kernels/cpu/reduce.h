@@ -17,4 +17,19 @@ namespace ember::kernels::cpu {
 void reduce_sum(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* in, void* out,
                 double scale);
 
+// values[o, k] = max_j in[o, j, k] (or min_j), indices[o, k] = the j where it sits.
+// Ties go to the first j (the smallest index), as torch.argmax does. NaN wins against every
+// number, for max and for min alike, so a NaN anywhere in a row makes the result NaN and its
+// index the first NaN's (PyTorch's rule: a NaN must not silently vanish in a reduction).
+// r must be >= 1 (the op card rejects an empty reduced dim before calling).
+enum class MaxMin { Max, Min };
+void reduce_max_min(MaxMin which, DType dtype, int64_t outer, int64_t r, int64_t inner,
+                    const void* in, void* values, int64_t* indices);
+
+// The backward of reduce_max_min: only the element that was picked received the output, so
+//   grad_in[o, j, k] = (j == indices[o, k]) ? grad[o, k] : 0.
+// grad_in is fully written (zeros included); grad and grad_in are contiguous, float dtypes.
+void reduce_max_min_backward(DType dtype, int64_t outer, int64_t r, int64_t inner,
+                             const void* grad, const int64_t* indices, void* grad_in);
+
 }  // namespace ember::kernels::cpu

@@ -1,0 +1,115 @@
+// Op card: cat, stack — join tensors along a dimension.
+//
+// Math      cat(t_0, ..., t_{n-1}; d): the inputs laid end to end along d; input i occupies
+//           the window [o_i, o_i + t_i.size(d)) of dim d, where o_i = sum_{j<i} t_j.size(d).
+//           stack(t_0, ..., t_{n-1}; d) = cat(unsqueeze(t_i, d) ...; d): a new dim d of size n.
+// Backward  out's window i is a copy of t_i, so dL/dt_i = narrow(dL/dout, d, o_i, t_i.size(d))
+//           (a view of the incoming gradient: nothing is copied). stack is a composite of
+//           unsqueeze and cat and needs no backward of its own.
+// Shapes    all inputs: one dtype, one device, one rank, equal sizes except in d (stack: equal
+//           shapes); out.size(d) = sum of the inputs' sizes in d. d may be negative.
+// Saved     d and each input's size in d.
+// Kernels   CPU: kernels/cpu/elementwise.cpp copy, once per input, from the input (any layout)
+//           into its window of the freshly allocated output.
+#include "core/ops/common.h"
+
+namespace ember {
+
+namespace {
+struct CatBackward final : ops::Node {
+  int64_t dim = 0;
+  std::vector<int64_t> sizes;  // each input's size along dim
+  std::string name() const override { return "CatBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    std::vector<Tensor> grads(sizes.size());
+    int64_t offset = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (needs_input_grad(i)) grads[i] = narrow(g, dim, offset, sizes[i]);
+      offset += sizes[i];
+    }
+    return grads;
+  }
+};
+
+// "cat: tensor 2 has shape [3, 5] but tensor 0 has shape [3, 4]: sizes must match except in
+// dim 0 (dim 1: 5 vs 4)".
+void check_cat_inputs(const std::vector<Tensor>& tensors, int64_t d) {
+  const Tensor& first = tensors[0];
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    EMBER_CHECK(t.dtype() == first.dtype(), "cat: tensor ", i, " is ", t.dtype(),
+                " but tensor 0 is ", first.dtype(), ": convert them to one dtype with .to()");
+    EMBER_CHECK_T(DeviceError, t.device() == first.device(), "cat: tensor ", i, " is on ",
+                  t.device(), " but tensor 0 is on ", first.device(),
+                  ": move them to one device with .to()");
+    EMBER_CHECK(t.dim() == first.dim(), "cat: tensor ", i, " has ", t.dim(), " dims (shape ",
+                shape_str(t.shape()), ") but tensor 0 has ", first.dim(), " (shape ",
+                shape_str(first.shape()), ")");
+    for (int64_t k = 0; k < first.dim(); ++k) {
+      EMBER_CHECK(k == d || t.shape()[k] == first.shape()[k], "cat: tensor ", i, " has shape ",
+                  shape_str(t.shape()), " but tensor 0 has shape ", shape_str(first.shape()),
+                  ": sizes must match except in dim ", d, " (dim ", k, ": ", t.shape()[k], " vs ",
+                  first.shape()[k], ")");
+    }
+  }
+}
+}  // namespace
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  EMBER_CHECK(!tensors.empty(), "cat: expected at least one tensor, got an empty list");
+  for (size_t i = 0; i < tensors.size(); ++i)
+    EMBER_CHECK(tensors[i].defined(), "cat: tensor ", i, " is an undefined tensor");
+  const Tensor& first = tensors[0];
+  EMBER_CHECK(first.dim() > 0, "cat: tensor 0 is 0-d and has no dim to join along: use stack(), "
+              "or unsqueeze(0) each tensor");
+  const int64_t d = wrap_dim(dim, first.dim(), "cat");
+  check_cat_inputs(tensors, d);
+  ops::check_cpu("cat", first);
+
+  Shape out_shape = first.shape();
+  out_shape[d] = 0;
+  for (const Tensor& t : tensors) out_shape[d] += t.shape()[d];
+  Tensor out = ops::new_output(out_shape, first);
+
+  // Each input lands in its own window of out. The copy kernel is called directly rather than
+  // through copy_(): copy_ refuses a source that requires grad while the tape records, and
+  // here the tape is CatBackward itself.
+  int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    const int64_t n = t.shape()[d];
+    const Tensor window = narrow(out, d, offset, n);
+    const auto L = make_loop<2>(t.shape(), {&window, &t}, "cat");
+    kernels::cpu::copy(out.dtype(), t.dtype(), L, window.raw_data(), t.raw_data());
+    offset += n;
+  }
+
+  if (is_grad_enabled() && autograd::any_requires_grad(tensors)) {
+    auto node = std::make_shared<CatBackward>();
+    node->dim = d;
+    std::vector<const Tensor*> inputs;
+    for (const Tensor& t : tensors) {
+      node->sizes.push_back(t.shape()[d]);
+      inputs.push_back(&t);
+    }
+    autograd::connect(node, out, inputs);
+  }
+  return out;
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  EMBER_CHECK(!tensors.empty(), "stack: expected at least one tensor, got an empty list");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    EMBER_CHECK(tensors[i].defined(), "stack: tensor ", i, " is an undefined tensor");
+    EMBER_CHECK(tensors[i].shape() == tensors[0].shape(), "stack: tensor ", i, " has shape ",
+                shape_str(tensors[i].shape()), " but tensor 0 has shape ",
+                shape_str(tensors[0].shape()), ": stack needs tensors of one shape (cat joins "
+                "tensors that differ along the joined dim)");
+  }
+  const int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  std::vector<Tensor> parts;
+  parts.reserve(tensors.size());
+  for (const Tensor& t : tensors) parts.push_back(unsqueeze(t, d));
+  return cat(parts, d);
+}
+
+}  // namespace ember

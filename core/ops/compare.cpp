@@ -1,0 +1,56 @@
+// Op card: eq, ne, lt, le, gt, ge — elementwise comparisons, NumPy broadcasting.
+//
+// Math      out = (a == b), (a != b), (a < b), (a <= b), (a > b), (a >= b), as bool. IEEE rules
+//           for NaN: every comparison with a NaN is false except ne, which is true.
+// Backward  none. The output is a step function of a and b (its derivative is zero wherever it
+//           exists) and a bool tensor cannot carry a gradient, so the output never requires grad
+//           and no node is recorded. To differentiate through a choice, use where(cond, a, b).
+// Shapes    broadcast(a.shape, b.shape); a, b of one dtype (any, bool included) and one device;
+//           the output is kBool.
+// Saved     nothing.
+// Kernels   CPU: kernels/cpu/elementwise.cpp compare.
+#include "core/ops/common.h"
+
+namespace ember {
+
+namespace {
+Tensor compare_forward(kernels::cpu::CompareOp op, const Tensor& a, const Tensor& b,
+                       const char* name) {
+  ops::check_defined(name, a, "first operand");
+  ops::check_defined(name, b, "second operand");
+  ops::check_same_device(name, a, b);
+  ops::check_same_dtype(name, a, b);
+  ops::check_cpu(name, a);
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  Tensor out = ops::new_output(shape, a, kBool);
+  const auto L = make_loop<3>(shape, {&out, &a, &b}, name);
+  kernels::cpu::compare(op, a.dtype(), L, out.data_ptr<bool>(), a.raw_data(), b.raw_data());
+  return out;
+}
+}  // namespace
+
+Tensor eq(const Tensor& a, const Tensor& b) {
+  return compare_forward(kernels::cpu::CompareOp::Eq, a, b, "eq");
+}
+
+Tensor ne(const Tensor& a, const Tensor& b) {
+  return compare_forward(kernels::cpu::CompareOp::Ne, a, b, "ne");
+}
+
+Tensor lt(const Tensor& a, const Tensor& b) {
+  return compare_forward(kernels::cpu::CompareOp::Lt, a, b, "lt");
+}
+
+Tensor le(const Tensor& a, const Tensor& b) {
+  return compare_forward(kernels::cpu::CompareOp::Le, a, b, "le");
+}
+
+Tensor gt(const Tensor& a, const Tensor& b) {
+  return compare_forward(kernels::cpu::CompareOp::Gt, a, b, "gt");
+}
+
+Tensor ge(const Tensor& a, const Tensor& b) {
+  return compare_forward(kernels::cpu::CompareOp::Ge, a, b, "ge");
+}
+
+}  // namespace ember

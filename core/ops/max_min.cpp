@@ -1,0 +1,109 @@
+// Op card: max, min, argmax, argmin — the largest / smallest element and where it sits.
+//
+// Math      max(a, d) = (values, indices): values[.., k] = max_j a[.., j, .., k] over dim d and
+//           indices = the j that holds it; min likewise. max(a) / min(a) reduce every element;
+//           argmax / argmin return only the indices, argmax(a) the position in the flattened
+//           (row-major) tensor. Ties go to the first index. A NaN is larger (for max) and smaller
+//           (for min) than every number, so a NaN in the reduced elements comes out, as in PyTorch.
+// Backward  values = a[.., idx, ..] just picks one input element, so d values / d a[.., j, ..] is
+//           1 where j == idx and 0 elsewhere:
+//             dL/da = zeros(a.shape) with dL/dvalues written at the picked positions.
+//           At a tie the derivative does not exist; the whole gradient goes to the first index
+//           (the one argmax reports), a valid subgradient. indices/argmax/argmin: no gradient.
+// Shapes    dim d removed (kept as size 1 with keepdim); the all-elements forms give 0-d.
+//           indices are int64. The reduced dim must not be empty (the max of nothing is undefined).
+//           A 0-d input has one element: dim 0 or -1 names it.
+// Saved     indices (the forward's own int64 output) and the [outer, r, inner] sizes.
+// Kernels   CPU: kernels/cpu/reduce.cpp reduce_max_min (forward), reduce_max_min_backward.
+//
+// Reducing one dim of a contiguous tensor is the [outer, r, inner] form of kernels/cpu/reduce.h
+// with r = a.size(d); reducing all of them is [1, numel, 1]. Either way the input gradient, laid
+// out as [outer, r, inner], is a's own contiguous layout, so the backward kernel writes it as is.
+#include "core/ops/common.h"
+#include "core/ops/reduce_util.h"
+#include "kernels/cpu/reduce.h"
+
+namespace ember {
+
+namespace {
+using kernels::cpu::MaxMin;
+
+struct MaxMinBackward final : ops::Node {
+  ops::SavedTensor indices;
+  int64_t outer = 1, r = 1, inner = 1;
+  const char* label = "MaxBackward";
+  std::string name() const override { return label; }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    const Tensor idx = indices.unpack(*this, "indices");
+    const Tensor gc = g.contiguous();
+    Tensor ga = empty(input_shapes[0], g.options());
+    kernels::cpu::reduce_max_min_backward(g.dtype(), outer, r, inner, gc.raw_data(),
+                                          idx.data_ptr<int64_t>(), ga.raw_data());
+    return {ga};
+  }
+  void release_saved() override { indices.reset(); }
+};
+
+// `dims` is {d} for one dim or {} for every element. Records the backward only when asked:
+// argmax/argmin share this path but return integers.
+ValuesIndices max_min_impl(const Tensor& a, const Shape& dims, bool keepdim, MaxMin which,
+                           bool record_grad, const char* op) {
+  ops::check_defined(op, a);
+  ops::check_cpu(op, a);
+  Shape plan_dims = dims;
+  if (a.dim() == 0) {
+    // The single element of a 0-d tensor is "all of it"; still reject a dim like 1 or -2.
+    if (!dims.empty()) wrap_dim(dims[0], 0, op);
+    plan_dims = {};
+  }
+  const ops::ReducePlan p = ops::plan_reduction(a, plan_dims, keepdim, op);
+  if (dims.empty()) {
+    EMBER_CHECK(p.r > 0, op, ": the input has no elements (shape ", shape_str(a.shape()),
+                "): the ", op, " of nothing is undefined; reduce over a dim of nonzero size");
+  } else {
+    const int64_t d = a.dim() == 0 ? 0 : wrap_dim(dims[0], a.dim(), op);
+    EMBER_CHECK(p.r > 0, op, ": cannot reduce over dim ", d, " of size 0 (shape ",
+                shape_str(a.shape()), "): the ", op, " of nothing is undefined");
+  }
+  Tensor values = ops::new_output(p.out_shape, a);
+  Tensor indices = ops::new_output(p.out_shape, a, kInt64);
+  kernels::cpu::reduce_max_min(which, a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(),
+                               values.raw_data(), indices.data_ptr<int64_t>());
+  if (record_grad && autograd::grad_needed({&a})) {
+    auto node = std::make_shared<MaxMinBackward>();
+    node->indices = ops::SavedTensor(indices);
+    node->outer = p.outer;
+    node->r = p.r;
+    node->inner = p.inner;
+    node->label = which == MaxMin::Max ? "MaxBackward" : "MinBackward";
+    autograd::connect(node, values, {&a});
+  }
+  return {values, indices};
+}
+}  // namespace
+
+ValuesIndices max(const Tensor& a, int64_t dim, bool keepdim) {
+  return max_min_impl(a, {dim}, keepdim, MaxMin::Max, true, "max");
+}
+
+ValuesIndices min(const Tensor& a, int64_t dim, bool keepdim) {
+  return max_min_impl(a, {dim}, keepdim, MaxMin::Min, true, "min");
+}
+
+Tensor max(const Tensor& a) { return max_min_impl(a, {}, false, MaxMin::Max, true, "max").values; }
+
+Tensor min(const Tensor& a) { return max_min_impl(a, {}, false, MaxMin::Min, true, "min").values; }
+
+Tensor argmax(const Tensor& a, int64_t dim, bool keepdim) {
+  return max_min_impl(a, {dim}, keepdim, MaxMin::Max, false, "argmax").indices;
+}
+
+Tensor argmin(const Tensor& a, int64_t dim, bool keepdim) {
+  return max_min_impl(a, {dim}, keepdim, MaxMin::Min, false, "argmin").indices;
+}
+
+Tensor argmax(const Tensor& a) {
+  return max_min_impl(a, {}, false, MaxMin::Max, false, "argmax").indices;
+}
+
+}  // namespace ember

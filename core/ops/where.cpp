@@ -1,0 +1,71 @@
+// Op card: where, masked_fill — pick each element from one of two tensors by a bool condition.
+//
+// Math      where(cond, a, b) = cond ? a : b, elementwise, cond, a and b broadcast together.
+//           masked_fill(a, mask, v) = where(mask, v, a): a composite, its gradient is where's.
+// Backward  out depends on a (with slope 1) exactly where cond is true and on b where it is false:
+//             dL/da = sum_to(where(cond, dL/dout, 0), a.shape)
+//             dL/db = sum_to(where(cond, 0, dL/dout), b.shape)
+//           (sum_to undoes the broadcast of a or b). cond is bool: no gradient.
+// Shapes    broadcast(cond.shape, a.shape, b.shape); cond kBool; a and b of one dtype; all three
+//           on one device. masked_fill: the mask must broadcast to a.shape, the output's shape.
+// Saved     cond.
+// Kernels   CPU: kernels/cpu/elementwise.cpp where.
+#include "core/ops/common.h"
+
+namespace ember {
+
+namespace {
+struct WhereBackward final : ops::Node {
+  ops::SavedTensor cond;
+  std::string name() const override { return "WhereBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    const Tensor c = cond.unpack(*this, "condition");
+    const Tensor zero = ops::scalar_like(0.0, g);
+    Tensor ga, gb;
+    if (needs_input_grad(1)) ga = sum_to(where(c, g, zero), input_shapes[1]);
+    if (needs_input_grad(2)) gb = sum_to(where(c, zero, g), input_shapes[2]);
+    return {Tensor(), ga, gb};
+  }
+  void release_saved() override { cond.reset(); }
+};
+}  // namespace
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  ops::check_defined("where", cond, "condition");
+  ops::check_defined("where", a, "first value tensor");
+  ops::check_defined("where", b, "second value tensor");
+  EMBER_CHECK(cond.dtype() == kBool, "where: the condition must be a bool tensor, got ",
+              cond.dtype(), " (build one with a comparison such as x.gt(y), or convert with "
+              ".to(ember::kBool))");
+  ops::check_same_device("where", cond, a);
+  ops::check_same_device("where", a, b);
+  ops::check_same_dtype("where", a, b);
+  ops::check_cpu("where", a);
+  const Shape shape =
+      broadcast_shapes(cond.shape(), broadcast_shapes(a.shape(), b.shape(), "where"), "where");
+  Tensor out = ops::new_output(shape, a);
+  const auto L = make_loop<4>(shape, {&out, &cond, &a, &b}, "where");
+  kernels::cpu::where(a.dtype(), L, out.raw_data(), cond.data_ptr<bool>(), a.raw_data(),
+                      b.raw_data());
+  if (autograd::grad_needed({&a, &b})) {
+    auto node = std::make_shared<WhereBackward>();
+    node->cond = ops::SavedTensor(cond);
+    autograd::connect(node, out, {&cond, &a, &b});
+  }
+  return out;
+}
+
+Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
+  ops::check_defined("masked_fill", a);
+  ops::check_defined("masked_fill", mask, "mask");
+  EMBER_CHECK(mask.dtype() == kBool, "masked_fill: the mask must be a bool tensor, got ",
+              mask.dtype(), " (build one with a comparison such as x.gt(y), or convert with "
+              ".to(ember::kBool))");
+  EMBER_CHECK(broadcast_shapes(a.shape(), mask.shape(), "masked_fill") == a.shape(),
+              "masked_fill: a mask of shape ", shape_str(mask.shape()),
+              " would grow the input of shape ", shape_str(a.shape()),
+              ": the mask must broadcast to the input's shape");
+  return where(mask, ops::scalar_like(value, a), a);
+}
+
+}  // namespace ember

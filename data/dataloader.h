@@ -1,0 +1,111 @@
+// ember/data/dataloader.h — mini-batches from a Dataset, shuffled per epoch, prepared ahead.
+//
+// The tutorial's
+//   train_loader = DataLoader(train_dataset, shuffle=True, batch_size=64)
+//   for batch_idx, (inputs, target) in enumerate(train_loader): ...
+// reads in ember as
+//   data::DataLoader train_loader(train_dataset, {/*batch_size=*/64, /*shuffle=*/true});
+//   for (const data::Batch& b : train_loader) { ... b.data ... b.target ... }
+//
+// Each `for` loop over the loader is one epoch: begin() starts it. With shuffle, the order of an
+// epoch is a permutation computed from (seed, epoch number) alone — the same seed replays the
+// same orders, every epoch gets a new one, and the global generator (manual_seed, randn, dropout)
+// is neither used nor disturbed, so model initialisation does not depend on the data order.
+//
+// Prefetch: while the training step works on batch k, a background thread already gathers and
+// transforms batches k+1 and k+2 (a queue of depth 2; it waits when the queue is full). An
+// exception thrown while preparing a batch (a failing transform, say) is re-thrown by the loop
+// at that batch. Leaving the loop early is fine: the worker waits idle and is stopped and joined
+// by the next begin() or by the loader's destructor. One thread uses a loader at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <type_traits>
+
+#include "data/dataset.h"
+
+namespace ember::data {
+
+struct DataLoaderOptions {
+  int64_t batch_size = 1;
+  bool shuffle = false;    // a new sample order every epoch (else 0, 1, 2, ...)
+  bool drop_last = false;  // skip a last batch smaller than batch_size
+  uint64_t seed = 0;       // the shuffle order of epoch e is a function of (seed, e)
+  bool prefetch = true;    // prepare the next batches on a background thread
+};
+
+// The sample order a shuffled epoch uses: a permutation of 0..n-1 (int64 [n]) drawn by
+// Fisher-Yates from Philox counters keyed by `seed`, with the epoch in the high counter word.
+Tensor shuffled_order(int64_t n, uint64_t seed, int64_t epoch);
+
+class DataLoader {
+ public:
+  class Iterator;
+
+  // Takes a copy of the dataset (a TensorDataset or MNIST copies tensor handles, not data).
+  template <typename D,
+            typename = std::enable_if_t<std::is_base_of_v<Dataset, std::decay_t<D>>>>
+  explicit DataLoader(D&& dataset, DataLoaderOptions options = {})
+      : DataLoader(std::shared_ptr<const Dataset>(
+                       std::make_shared<std::decay_t<D>>(std::forward<D>(dataset))),
+                   options) {}
+  // Shares a dataset with its other owners.
+  explicit DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options = {});
+  ~DataLoader();  // stops and joins the worker of an unfinished epoch
+  DataLoader(DataLoader&&) noexcept = default;
+  DataLoader& operator=(DataLoader&& other) noexcept;
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  // Starts the next epoch (ending an unfinished one) and returns its first batch.
+  Iterator begin();
+  Iterator end() const;
+
+  // Batches per epoch: ceil(N / batch_size), or floor with drop_last — len(loader) in PyTorch.
+  int64_t size() const;
+  const Dataset& dataset() const { return *dataset_; }
+  const DataLoaderOptions& options() const { return options_; }
+  // The epoch number the latest begin() started (0 for the first loop), -1 before any.
+  int64_t epoch() const { return epoch_; }
+  // The next begin() runs epoch e (e.g. when resuming from a checkpoint).
+  void set_epoch(int64_t e) { next_epoch_ = e; }
+  // The sample order of epoch e: shuffled_order(N, seed, e) with shuffle, else 0..N-1.
+  Tensor order(int64_t e) const;
+
+ private:
+  struct Epoch;  // one pass over the data: its order, its worker thread and its queue
+  std::shared_ptr<const Dataset> dataset_;
+  DataLoaderOptions options_;
+  int64_t epoch_ = -1;
+  int64_t next_epoch_ = 0;
+  std::shared_ptr<Epoch> current_;
+};
+
+// An input iterator over one epoch. Iterators taken from the same begin() share its position.
+class DataLoader::Iterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = Batch;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const Batch*;
+  using reference = const Batch&;
+
+  const Batch& operator*() const;
+  const Batch* operator->() const { return &**this; }
+  // Moves to the next batch: waits for the worker, re-throws its exception if it failed.
+  Iterator& operator++();
+  // An iterator equals end() once its epoch has delivered every batch.
+  bool operator==(const Iterator& other) const { return done() == other.done(); }
+  bool operator!=(const Iterator& other) const { return !(*this == other); }
+
+ private:
+  friend class DataLoader;
+  explicit Iterator(std::shared_ptr<Epoch> epoch) : epoch_(std::move(epoch)) {}
+  bool done() const;
+  std::shared_ptr<Epoch> epoch_;
+};
+
+}  // namespace ember::data

@@ -1,0 +1,96 @@
+// CPU GEMM through Eigen, with no copies: every operand is an Eigen::Map over ember's memory.
+//
+// How row-major data maps to Eigen's layouts
+// ------------------------------------------
+// Eigen's default matrices are column-major, but a Matrix type can be declared RowMajor, and a
+// Map can be given an outer stride (the distance between the starts of consecutive rows, for a
+// row-major matrix). So a row-major [R, C] block whose rows lie `ld` elements apart is exactly
+//
+//   Eigen::Map<const Eigen::Matrix<T, Dynamic, Dynamic, RowMajor>, 0, Eigen::OuterStride<>>
+//       (ptr, R, C, Eigen::OuterStride<>(ld))          // element (r, c) at ptr[r * ld + c]
+//
+// A transposed operand (op(A) = A^T, stored as [K, M]) is mapped as that stored [K, M] matrix
+// and handed to the product as `.transpose()`: an expression, not a copy. Eigen sees a
+// column-major [M, K] matrix with leading dimension lda and packs it for its kernel just as
+// cuBLAS or OpenBLAS would with a 'T' flag. No data moves before the GEMM starts.
+//
+// The result is a RowMajor Map of C, written with `C.noalias() = alpha * opA * opB`: noalias()
+// promises Eigen that C does not overlap A or B, so it writes straight into C instead of
+// evaluating into a temporary and copying. That call is Eigen's blocked, vectorized GEMM
+// (cache-sized panels of A and B, a register-tiled micro-kernel), multi-threaded with OpenMP
+// over blocks of C when the product is large enough: Eigen::setNbThreads, which
+// kernels::cpu::set_num_threads sets, decides how many threads. For a single row or column
+// Eigen switches to its matrix-vector kernel, and for a 1x1 result to a dot product.
+#include "kernels/cpu/gemm.h"
+
+// GCC 12 reports "'__Y' may be used uninitialized" deep inside Eigen's AVX-512 packet
+// transposes (they start from _mm512_undefined_*() on purpose); the warning is a known false
+// positive and would bury real ones, so it is silenced for this file only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+#include <Eigen/Core>
+
+#include "kernels/cpu/parallel.h"
+
+namespace ember::kernels::cpu {
+
+namespace {
+
+template <typename T>
+using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using ConstRowMap = Eigen::Map<const RowMajorMatrix<T>, 0, Eigen::OuterStride<>>;
+template <typename T>
+using RowMap = Eigen::Map<RowMajorMatrix<T>, 0, Eigen::OuterStride<>>;
+
+// C = alpha * A @ B + beta * C for any two Eigen operand expressions (plain maps or transposes).
+template <typename T, typename OpA, typename OpB>
+void product(const OpA& A, const OpB& B, T alpha, T beta, RowMap<T>& C) {
+  if (beta == T(0)) {
+    // Eigen folds the scalar factor into the GEMM kernel: no extra pass over C.
+    if (alpha == T(1)) C.noalias() = A * B;
+    else C.noalias() = alpha * A * B;
+    return;
+  }
+  if (beta != T(1)) C *= beta;
+  if (alpha == T(1)) C.noalias() += A * B;
+  else C.noalias() += alpha * A * B;
+}
+
+template <typename T>
+void gemm_typed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* a,
+                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  RowMap<T> C(c, M, N, Eigen::OuterStride<>(ldc));
+  if (K == 0) {  // an empty sum: op(A) @ op(B) is all zeros
+    if (beta == T(0)) C.setZero();
+    else C *= beta;
+    return;
+  }
+  // The stored shapes: [M, K] or [K, M] for A, [K, N] or [N, K] for B.
+  const ConstRowMap<T> A(a, trans_a ? K : M, trans_a ? M : K, Eigen::OuterStride<>(lda));
+  const ConstRowMap<T> B(b, trans_b ? N : K, trans_b ? K : N, Eigen::OuterStride<>(ldb));
+  if (!trans_a && !trans_b) product<T>(A, B, alpha, beta, C);
+  else if (!trans_a && trans_b) product<T>(A, B.transpose(), alpha, beta, C);
+  else if (trans_a && !trans_b) product<T>(A.transpose(), B, alpha, beta, C);
+  else product<T>(A.transpose(), B.transpose(), alpha, beta, C);
+}
+
+}  // namespace
+
+void gemm(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
+          const void* a, int64_t lda, const void* b, int64_t ldb, double beta, void* c,
+          int64_t ldc) {
+  // First use of the thread setting applies EMBER_NUM_THREADS / OMP_NUM_THREADS to Eigen.
+  (void)num_threads();
+  EMBER_DISPATCH_FLOAT(dtype, "gemm", [&] {
+    gemm_typed<scalar_t>(trans_a, trans_b, M, N, K, static_cast<scalar_t>(alpha),
+                         static_cast<const scalar_t*>(a), lda, static_cast<const scalar_t*>(b), ldb,
+                         static_cast<scalar_t>(beta), static_cast<scalar_t*>(c), ldc);
+  });
+}
+
+}  // namespace ember::kernels::cpu

@@ -1,0 +1,63 @@
+// ember/kernels/cpu/optim.h — one-pass optimizer updates on contiguous CPU buffers.
+//
+// Written with tensor ops, an optimizer step walks every parameter-sized buffer several times:
+// SGD with momentum is buf *= m; buf += (1 - dampening) * g; p += -lr * buf — three passes, and
+// Adam is seven passes with four temporaries. The step is memory-bound (a few flops per element),
+// so these kernels do the whole update in one pass: each element of the parameter, its gradient
+// and its state is loaded once and stored once.
+//
+// The arithmetic is the same sequence of roundings as the tensor-op path in optim/sgd.cpp and
+// optim/adam.cpp — every `x.add_(y, alpha)` there is axpy(x, alpha, y) here, computed the way the
+// elementwise Add kernel computes it — so the two paths give the same numbers (tests/test_optim.cpp
+// compares them). Coefficients arrive as doubles and are rounded to the element type once, as a
+// Python float scalar is in PyTorch.
+//
+// All buffers hold n elements of `dtype` (float32 or float64), contiguous, and do not overlap.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace ember::kernels::cpu {
+
+// torch.optim.SGD for one parameter p with gradient g:
+//   d = g + weight_decay * p
+//   momentum != 0:  b = d on the first step, else b = momentum * b + (1 - dampening) * d
+//                   d = nesterov ? d + momentum * b : b
+//   p = p - lr * d
+struct SGDStep {
+  double lr = 0.0;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+  bool first_step = false;  // the momentum buffer is written, not read
+};
+// momentum_buf may be null when momentum == 0.
+void sgd_step(DType dtype, int64_t n, void* param, const void* grad, void* momentum_buf,
+              const SGDStep& s);
+
+// torch.optim.Adam / AdamW for one parameter p with gradient g, at step t (counted from 1):
+//   AdamW (decoupled):   p = p * (1 - lr * weight_decay)
+//   Adam (L2 penalty):   g = g + weight_decay * p
+//   m = beta1 * m + (1 - beta1) * g
+//   v = beta2 * v + (1 - beta2) * g * g
+//   amsgrad:             v_max = max(v_max, v), and v_max stands for v below
+//   denom = sqrt(v) / sqrt(1 - beta2^t) + eps
+//   p = p - (lr / (1 - beta1^t)) * m / denom
+struct AdamStep {
+  double lr = 0.0;
+  double beta1 = 0.0;
+  double beta2 = 0.0;
+  double eps = 0.0;
+  double weight_decay = 0.0;
+  bool decoupled_weight_decay = false;  // AdamW
+  double bias_correction2_sqrt = 1.0;   // sqrt(1 - beta2^t)
+  double step_size = 0.0;               // lr / (1 - beta1^t)
+};
+// max_exp_avg_sq is null unless amsgrad.
+void adam_step(DType dtype, int64_t n, void* param, const void* grad, void* exp_avg,
+               void* exp_avg_sq, void* max_exp_avg_sq, const AdamStep& s);
+
+}  // namespace ember::kernels::cpu

@@ -1,0 +1,135 @@
+#include "optim/adam.h"
+
+#include <cmath>
+
+#include "core/autograd/grad_mode.h"
+#include "core/error.h"
+#include "core/ops.h"
+#include "kernels/cpu/optim.h"
+
+namespace ember::optim {
+
+namespace {
+AdamOptions as_adam_options(const AdamWOptions& w) {
+  AdamOptions o;
+  o.lr = w.lr;
+  o.beta1 = w.beta1;
+  o.beta2 = w.beta2;
+  o.eps = w.eps;
+  o.weight_decay = w.weight_decay;
+  o.amsgrad = w.amsgrad;
+  o.fused = w.fused;
+  return o;
+}
+}  // namespace
+
+Adam::Adam(std::vector<Tensor> params, const AdamOptions& options)
+    : Adam(std::move(params), options, /*decoupled_weight_decay=*/false, "Adam") {}
+
+Adam::Adam(std::vector<Tensor> params, const AdamOptions& options, bool decoupled_weight_decay,
+           std::string name)
+    : Optimizer(std::move(params), options.lr, std::move(name)),
+      options_(options),
+      decoupled_(decoupled_weight_decay) {
+  const AdamOptions& o = options_;
+  detail::check_option(o.beta1 >= 0.0 && o.beta1 < 1.0, name_, "beta1 must be in [0, 1)",
+                       o.beta1);
+  detail::check_option(o.beta2 >= 0.0 && o.beta2 < 1.0, name_, "beta2 must be in [0, 1)",
+                       o.beta2);
+  detail::check_option(std::isfinite(o.eps) && o.eps >= 0.0, name_, "eps must be >= 0", o.eps);
+  detail::check_option(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0, name_,
+                       "weight_decay must be >= 0", o.weight_decay);
+  state_.resize(params_.size());
+}
+
+AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)
+    : Adam(std::move(params), as_adam_options(options), /*decoupled_weight_decay=*/true,
+           "AdamW") {}
+
+AdamOptions Adam::options() const {
+  AdamOptions o = options_;
+  o.lr = lr_;
+  return o;
+}
+
+void Adam::step() {
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor g = grad_for_step(i);
+    if (!g.defined()) continue;  // not reached by backward: PyTorch skips it too
+    Tensor& p = params_[i];
+    AdamState& st = state_[i];
+    if (st.step == 0) {
+      st.exp_avg = zeros(p.shape(), p.options());
+      st.exp_avg_sq = zeros(p.shape(), p.options());
+      if (options_.amsgrad) st.max_exp_avg_sq = zeros(p.shape(), p.options());
+    } else {
+      follow_param(st.exp_avg, i);
+      follow_param(st.exp_avg_sq, i);
+      follow_param(st.max_exp_avg_sq, i);
+    }
+    st.step += 1;
+    const double t = static_cast<double>(st.step);
+    const double bias_correction1 = 1.0 - std::pow(options_.beta1, t);
+    const double bias_correction2 = 1.0 - std::pow(options_.beta2, t);
+    const double step_size = lr_ / bias_correction1;
+    const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+
+    const bool fusable = options_.fused && p.device().is_cpu() && p.is_contiguous() &&
+                         g.is_contiguous() && st.exp_avg.is_contiguous() &&
+                         st.exp_avg_sq.is_contiguous() &&
+                         (!options_.amsgrad || st.max_exp_avg_sq.is_contiguous());
+    if (fusable) {
+      update_fused(p, g, st, step_size, bias_correction2_sqrt);
+    } else {
+      update_with_tensor_ops(p, g, st, step_size, bias_correction2_sqrt);
+    }
+  }
+}
+
+void Adam::update_fused(Tensor& p, const Tensor& g, AdamState& st, double step_size,
+                        double bias_correction2_sqrt) {
+  kernels::cpu::AdamStep s;
+  s.lr = lr_;
+  s.beta1 = options_.beta1;
+  s.beta2 = options_.beta2;
+  s.eps = options_.eps;
+  s.weight_decay = options_.weight_decay;
+  s.decoupled_weight_decay = decoupled_;
+  s.bias_correction2_sqrt = bias_correction2_sqrt;
+  s.step_size = step_size;
+  kernels::cpu::adam_step(p.dtype(), p.numel(), p.raw_data(), g.raw_data(),
+                          st.exp_avg.raw_data(), st.exp_avg_sq.raw_data(),
+                          options_.amsgrad ? st.max_exp_avg_sq.raw_data() : nullptr, s);
+  p.bump_version();
+  st.exp_avg.bump_version();
+  st.exp_avg_sq.bump_version();
+  if (options_.amsgrad) st.max_exp_avg_sq.bump_version();
+}
+
+// The same update as the kernel, as PyTorch's _single_tensor_adam(w) writes it.
+void Adam::update_with_tensor_ops(Tensor& p, const Tensor& g, AdamState& st, double step_size,
+                                  double bias_correction2_sqrt) {
+  const AdamOptions& o = options_;
+  Tensor grad = g;
+  if (o.weight_decay != 0.0) {
+    if (decoupled_) {
+      p.mul_(1.0 - lr_ * o.weight_decay);
+    } else {
+      grad = g.clone();
+      grad.add_(p, o.weight_decay);
+    }
+  }
+  st.exp_avg.mul_(o.beta1).add_(grad, 1.0 - o.beta1);
+  st.exp_avg_sq.mul_(o.beta2).add_(grad * grad, 1.0 - o.beta2);
+  Tensor v = st.exp_avg_sq;
+  if (o.amsgrad) {
+    st.max_exp_avg_sq.copy_(where(ge(st.max_exp_avg_sq, v), st.max_exp_avg_sq, v));
+    v = st.max_exp_avg_sq;
+  }
+  Tensor denom = v.sqrt();
+  denom.div_(bias_correction2_sqrt).add_(o.eps);
+  p.add_(st.exp_avg / denom, -step_size);
+}
+
+}  // namespace ember::optim

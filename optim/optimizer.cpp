@@ -1,0 +1,72 @@
+#include "optim/optimizer.h"
+
+#include <cmath>
+#include <unordered_set>
+
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
+#include "core/error.h"
+
+namespace ember::optim {
+
+namespace detail {
+void check_option(bool ok, const std::string& optimizer, const char* what, double value) {
+  EMBER_CHECK(ok, optimizer, ": ", what, ", got ", value);
+}
+}  // namespace detail
+
+Optimizer::Optimizer(std::vector<Tensor> params, double lr, std::string name)
+    : params_(std::move(params)), lr_(lr), name_(std::move(name)) {
+  EMBER_CHECK(!params_.empty(), name_, ": got an empty parameter list (pass model.parameters(), "
+              "or the tensors to optimize)");
+  detail::check_option(std::isfinite(lr) && lr >= 0.0, name_, "lr must be >= 0", lr);
+  std::unordered_set<const TensorImpl*> seen;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    EMBER_CHECK(p.defined(), name_, ": parameter ", i, " is an undefined tensor");
+    EMBER_CHECK(is_floating(p.dtype()), name_, ": parameter ", i, " is ", p.dtype(),
+                ": only float32 and float64 tensors can be optimized");
+    EMBER_CHECK_T(AutogradError, p.is_leaf(), name_, ": parameter ", i, " was computed by an op "
+                  "(grad_fn=", p.grad_fn()->name(), "); an optimizer updates leaf tensors "
+                  "only — optimize the leaves it was computed from, or detach() it and call "
+                  "requires_grad_()");
+    EMBER_CHECK(seen.insert(p.impl()).second, name_, ": parameter ", i, " appears twice in the "
+                "list; it would be updated twice per step — pass each tensor once");
+  }
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  NoGradGuard no_grad;
+  for (Tensor& p : params_) p.zero_grad(set_to_none);
+}
+
+void Optimizer::set_lr(double lr) {
+  detail::check_option(std::isfinite(lr) && lr >= 0.0, name_, "lr must be >= 0", lr);
+  lr_ = lr;
+}
+
+Tensor Optimizer::grad_for_step(size_t i) const {
+  const Tensor& p = params_[i];
+  Tensor g = p.grad();
+  if (!g.defined()) return g;
+  EMBER_CHECK(g.shape() == p.shape(), name_, ": parameter ", i, " has shape ",
+              shape_str(p.shape()), " but its gradient has shape ", shape_str(g.shape()));
+  EMBER_CHECK_T(DeviceError, g.device() == p.device(), name_, ": parameter ", i, " is on ",
+                p.device(), " but its gradient is on ", g.device(), ": move the gradient with "
+                "set_grad(grad.to(", p.device(), ")), or the parameter with set_data");
+  // A gradient of another float dtype is converted, as an in-place op would convert it anyway.
+  if (g.dtype() != p.dtype()) g = g.to(p.dtype());
+  return g;
+}
+
+void Optimizer::follow_param(Tensor& state, size_t i) const {
+  if (!state.defined()) return;
+  const Tensor& p = params_[i];
+  EMBER_CHECK(state.shape() == p.shape(), name_, ": parameter ", i, " changed shape from ",
+              shape_str(state.shape()), " to ", shape_str(p.shape()), " after its state was "
+              "created; build a new optimizer for the new parameters");
+  if (state.dtype() != p.dtype()) state = state.to(p.dtype());
+  if (state.device() != p.device()) state = state.to(p.device());
+}
+
+}  // namespace ember::optim

@@ -1,0 +1,53 @@
+// ember/optim/sgd.h — stochastic gradient descent with momentum (torch.optim.SGD).
+//
+// For each parameter p with gradient g, one step is PyTorch's rule exactly:
+//
+//   d = g + weight_decay * p                   (an L2 penalty; skipped when weight_decay == 0)
+//   if momentum != 0:
+//     b = d                                    on the parameter's first step (no dampening)
+//     b = momentum * b + (1 - dampening) * d   on later steps
+//     d = nesterov ? d + momentum * b : b
+//   p = p - lr * d
+//
+// This is PyTorch's form of momentum, where lr scales the velocity b, not Sutskever's
+// (v = momentum * v - lr * g; p = p + v). The two agree while lr is constant and differ when a
+// scheduler changes it.
+#pragma once
+
+#include <vector>
+
+#include "optim/optimizer.h"
+
+namespace ember::optim {
+
+struct SGDOptions {
+  double lr = 1e-3;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;  // needs momentum > 0 and dampening == 0
+  // Update contiguous CPU parameters with the one-pass kernel of kernels/cpu/optim.h (same
+  // numbers, fewer passes over memory). false: always tensor ops, the path every device takes.
+  bool fused = true;
+};
+
+class SGD final : public Optimizer {
+ public:
+  // SGD opt(model.parameters(), {/*lr=*/0.1, /*momentum=*/0.5});
+  SGD(std::vector<Tensor> params, const SGDOptions& options);
+
+  void step() override;
+
+  SGDOptions options() const;  // with the current lr()
+  // The velocity of params()[i]: undefined until its first update, and always without momentum.
+  const Tensor& momentum_buffer(size_t i) const { return momentum_buffers_.at(i); }
+
+ private:
+  void update_fused(Tensor& p, const Tensor& g, Tensor& buf);
+  void update_with_tensor_ops(Tensor& p, const Tensor& g, Tensor& buf);
+
+  SGDOptions options_;
+  std::vector<Tensor> momentum_buffers_;
+};
+
+}  // namespace ember::optim

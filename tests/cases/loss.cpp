@@ -1,0 +1,121 @@
+// Op cases for the softmax family and the losses: softmax, log_softmax, cross_entropy, mse_loss.
+#include "op_cases.h"
+
+namespace ember::test {
+namespace {
+
+using T = const Tensor&;
+
+OpCase unary_case(const std::string& op, const std::string& label, std::function<Tensor()> input,
+                  std::function<Tensor(const Tensor&)> f) {
+  return OpCase{op, label, [input] { return std::vector<Tensor>{input()}; },
+                [f](const std::vector<Tensor>& x) { return f(x[0]); }};
+}
+
+// Class weights in [0.5, 1.5]: plain float64 data, never differentiated.
+Tensor class_weight(int64_t C, uint64_t seed) {
+  manual_seed(seed);
+  return rand({C}, kFloat64) + 0.5;
+}
+
+Tensor targets(std::initializer_list<double> values) {
+  return tensor(std::vector<double>(values), {-1}, kInt64);
+}
+
+// cross_entropy(logits, target[, weight]) with the given reduction and ignore_index.
+OpCase ce_case(const std::string& label, std::function<Tensor()> logits,
+               std::function<Tensor()> target, std::function<Tensor()> weight, Reduction r,
+               int64_t ignore_index = -100) {
+  return OpCase{"cross_entropy", label,
+                [logits, target, weight] {
+                  std::vector<Tensor> in{logits(), target()};
+                  if (weight) in.push_back(weight());
+                  return in;
+                },
+                [r, ignore_index](const std::vector<Tensor>& x) {
+                  return cross_entropy(x[0], x[1], x.size() > 2 ? x[2] : Tensor(), r, ignore_index);
+                }};
+}
+
+OpCase mse_case(const std::string& label, std::function<Tensor()> input,
+                std::function<Tensor()> target, Reduction r) {
+  return OpCase{"mse_loss", label,
+                [input, target] { return std::vector<Tensor>{input(), target()}; },
+                [r](const std::vector<Tensor>& x) { return mse_loss(x[0], x[1], r); }};
+}
+
+EMBER_OP_CASES({
+    // softmax over every dim of a 3-d tensor: inner == 1, outer == 1 and both > 1.
+    unary_case("softmax", "[2, 3, 5] dim 0", [] { return leaf({2, 3, 5}, 201, -3, 3); },
+               [](T a) { return softmax(a, 0); }),
+    unary_case("softmax", "[2, 3, 5] dim 1", [] { return leaf({2, 3, 5}, 202, -3, 3); },
+               [](T a) { return softmax(a, 1); }),
+    unary_case("softmax", "[2, 3, 5] dim -1", [] { return leaf({2, 3, 5}, 203, -3, 3); },
+               [](T a) { return a.softmax(-1); }),
+    unary_case("softmax", "transposed [3, 4, 6] dim -1",
+               [] { return leaf_transposed({3, 4, 6}, 204, -3, 3); },
+               [](T a) { return softmax(a, -1); }),
+    unary_case("softmax", "strided [4, 7] dim 0", [] { return leaf_strided({4, 7}, 205, -3, 3); },
+               [](T a) { return softmax(a, 0); }),
+    unary_case("softmax", "[13] one row", [] { return leaf({13}, 206, -3, 3); },
+               [](T a) { return softmax(a, 0); }),
+    unary_case("softmax", "[3, 1] over a dim of size 1", [] { return leaf({3, 1}, 207); },
+               [](T a) { return softmax(a, 1); }),
+    unary_case("log_softmax", "[2, 3, 5] dim 0", [] { return leaf({2, 3, 5}, 208, -3, 3); },
+               [](T a) { return log_softmax(a, 0); }),
+    unary_case("log_softmax", "[2, 3, 5] dim 1", [] { return leaf({2, 3, 5}, 209, -3, 3); },
+               [](T a) { return log_softmax(a, 1); }),
+    unary_case("log_softmax", "[2, 3, 5] dim -1", [] { return leaf({2, 3, 5}, 210, -3, 3); },
+               [](T a) { return a.log_softmax(-1); }),
+    unary_case("log_softmax", "transposed [3, 4, 6] dim 1",
+               [] { return leaf_transposed({3, 4, 6}, 211, -3, 3); },
+               [](T a) { return log_softmax(a, 1); }),
+    unary_case("log_softmax", "strided [5, 7] dim -1, shifted by 50",
+               [] { return leaf_strided({5, 7}, 212, 47, 53); },
+               [](T a) { return log_softmax(a, -1); }),
+
+    // cross_entropy: every reduction, with and without class weights, ignored rows.
+    ce_case("[5, 4] mean", [] { return leaf({5, 4}, 220, -2, 2); },
+            [] { return indices({5}, 4, 221); }, nullptr, Reduction::Mean),
+    ce_case("[6, 3] sum", [] { return leaf({6, 3}, 222, -2, 2); },
+            [] { return indices({6}, 3, 223); }, nullptr, Reduction::Sum),
+    ce_case("[4, 7] none", [] { return leaf({4, 7}, 224, -2, 2); },
+            [] { return indices({4}, 7, 225); }, nullptr, Reduction::None),
+    ce_case("[5, 4] weighted mean", [] { return leaf({5, 4}, 226, -2, 2); },
+            [] { return targets({3, 0, 3, 1, 2}); }, [] { return class_weight(4, 227); },
+            Reduction::Mean),
+    ce_case("[5, 4] weighted sum", [] { return leaf({5, 4}, 228, -2, 2); },
+            [] { return indices({5}, 4, 229); }, [] { return class_weight(4, 230); },
+            Reduction::Sum),
+    ce_case("[5, 4] weighted none", [] { return leaf({5, 4}, 231, -2, 2); },
+            [] { return indices({5}, 4, 232); }, [] { return class_weight(4, 233); },
+            Reduction::None),
+    ce_case("[5, 4] weighted mean with an ignored row (-100)",
+            [] { return leaf({5, 4}, 234, -2, 2); },
+            [] { return targets({1, -100, 3, 0, 1}); }, [] { return class_weight(4, 235); },
+            Reduction::Mean),
+    ce_case("[4, 3] none, ignore_index = 2 (a real class)", [] { return leaf({4, 3}, 236, -2, 2); },
+            [] { return targets({2, 0, 2, 1}); }, nullptr, Reduction::None, 2),
+    ce_case("transposed logits [7, 5] mean", [] { return leaf_transposed({7, 5}, 237, -2, 2); },
+            [] { return indices({7}, 5, 238); }, nullptr, Reduction::Mean),
+    ce_case("strided logits [3, 6] sum, large logits",
+            [] { return leaf_strided({3, 6}, 239, 95, 105); },
+            [] { return indices({3}, 6, 240); }, nullptr, Reduction::Sum),
+    ce_case("one sample: logits [6], 0-d target", [] { return leaf({6}, 241, -2, 2); },
+            [] { return targets({4}).reshape({}); }, nullptr, Reduction::Mean),
+    ce_case("[1, 1] one class", [] { return leaf({1, 1}, 242); }, [] { return targets({0}); },
+            nullptr, Reduction::Sum),
+
+    // mse_loss: both inputs differentiable.
+    mse_case("[4, 5] mean", [] { return leaf({4, 5}, 250); }, [] { return leaf({4, 5}, 251); },
+             Reduction::Mean),
+    mse_case("[7] sum", [] { return leaf({7}, 252); }, [] { return leaf({7}, 253); },
+             Reduction::Sum),
+    mse_case("[3, 4] none, transposed input", [] { return leaf_transposed({3, 4}, 254); },
+             [] { return leaf({3, 4}, 255); }, Reduction::None),
+    mse_case("strided [2, 3, 5] mean", [] { return leaf_strided({2, 3, 5}, 256); },
+             [] { return leaf({2, 3, 5}, 257); }, Reduction::Mean),
+});
+
+}  // namespace
+}  // namespace ember::test
