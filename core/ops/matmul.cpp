@@ -116,6 +116,7 @@ void matmul_forward(const Tensor& a2, const Tensor& b2, const Shape& batch, cons
 
 struct MatmulBackward final : ops::Node {
   ops::SavedTensor a, b;
+  bool b_col_major = false;  // b is a 2-d column-major view (e.g. W.t())
   std::string name() const override { return "MatmulBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
     const bool a_vec = input_shapes[0].size() == 1, b_vec = input_shapes[1].size() == 1;
@@ -129,21 +130,29 @@ struct MatmulBackward final : ops::Node {
       if (b_vec) B = B.unsqueeze(1);
       Shape a2_shape = input_shapes[0];
       if (a_vec) a2_shape.insert(a2_shape.begin(), 1);
-      ga = reshape(sum_to(matmul(g2, B.transpose(-1, -2)), a2_shape), input_shapes[0]);
+      ga = sum_to(matmul(g2, B.transpose(-1, -2)), a2_shape);
+      if (ga.shape() != input_shapes[0]) ga = reshape(ga, input_shapes[0]);
     }
     if (needs_input_grad(1)) {
       Tensor A = a.unpack(*this, "self");
       if (a_vec) A = A.unsqueeze(0);
       Shape b2_shape = input_shapes[1];
       if (b_vec) b2_shape.push_back(1);
+      // b stored column-major (a transposed view, as in Linear's x @ W.t()): compute the
+      // gradient as (dC^T @ A)^T so it lands in b's own layout. Its transpose — the gradient of
+      // W — is then contiguous, and the leaf's .grad needs no strided copy.
       if (b2_shape.size() == 2 && A.dim() > 2) {
         // One matrix b used by every batch: sum_batch A_i^T @ dC_i is one GEMM over all rows.
         const int64_t K = A.shape().back(), N = g2.shape().back();
-        gb = matmul(A.reshape({-1, K}).transpose(0, 1), g2.reshape({-1, N}));
+        const Tensor A2 = A.reshape({-1, K}), G2 = g2.reshape({-1, N});
+        gb = b_col_major ? matmul(G2.transpose(0, 1), A2).transpose(0, 1)
+                         : matmul(A2.transpose(0, 1), G2);
+      } else if (b_col_major) {
+        gb = matmul(g2.transpose(-1, -2), A).transpose(-1, -2);
       } else {
         gb = sum_to(matmul(A.transpose(-1, -2), g2), b2_shape);
       }
-      gb = reshape(gb, input_shapes[1]);
+      if (gb.shape() != input_shapes[1]) gb = reshape(gb, input_shapes[1]);
     }
     return {ga, gb};
   }
@@ -199,6 +208,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     auto node = std::make_shared<MatmulBackward>();
     if (b.requires_grad()) node->a = ops::SavedTensor(a);
     if (a.requires_grad()) node->b = ops::SavedTensor(b);
+    node->b_col_major = b.dim() == 2 && b.stride(0) == 1 && b.stride(1) != 1;
     autograd::connect(node, out, {&a, &b});
   }
   return out;

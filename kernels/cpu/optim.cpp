@@ -6,8 +6,13 @@
 // compiler can vectorize, with no per-element branch on an option.
 #include "kernels/cpu/optim.h"
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "kernels/cpu/parallel.h"
 
@@ -15,15 +20,19 @@ namespace ember::kernels::cpu {
 
 namespace {
 
-// x + alpha * y, rounded exactly as the elementwise Add kernel rounds its `x + alpha * y`
-// (kernels/cpu/elementwise.cpp). Where the target has fused multiply-add, the compiler contracts
-// that expression into one fma (one rounding); here the fma is written out. Spelling it out
-// matters: in a longer expression such as b * momentum + (1 - dampening) * d the compiler could
-// fuse either multiply, and fusing the other one would make this path drift from the tensor-op
-// path by an ulp.
+// x + alpha * y, rounded exactly as the elementwise Add kernel (kernels/cpu/elementwise.cpp)
+// rounds its `x + alpha * y`, so that this path and the tensor-op path agree bit for bit.
+// Where the target has fused multiply-add the compiler may contract that expression into one
+// fma (a single rounding), and the two compilers do it differently:
+//  - Clang contracts within one source expression, so the plain expression below is contracted
+//    here exactly when it is there.
+//  - Optimizing GCC contracts across statements after inlining: in b * momentum + c * d it may
+//    fuse either multiply, and fusing the other one would drift from the tensor-op path by an
+//    ulp. So for GCC the fma is written out; unoptimized GCC contracts nothing, here or there.
 template <typename T>
 inline T axpy(T x, T alpha, T y) {
-#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && \
+    (defined(__FMA__) || defined(__ARM_FEATURE_FMA))
   return std::fma(alpha, y, x);
 #else
   return x + alpha * y;
@@ -97,24 +106,64 @@ struct AdamCoeffs {
   T bias_correction2_sqrt, neg_step_size;
 };
 
+// sqrt of n contiguous values, in place, several lanes at a time. The vector instructions are
+// IEEE square roots, correctly rounded like std::sqrt (and unlike Eigen's default fast-math
+// sqrt). A plain std::sqrt loop would be the same math, but std::sqrt may set errno, so unless
+// the library is built with -fno-math-errno the compiler keeps it one scalar sqrt (and a check)
+// per element; on the 2-core dev machine that made the whole Adam step ~8x slower.
+template <typename T>
+void sqrt_inplace(T* x, int64_t n) {
+  int64_t i = 0;
+// 256-bit lanes even where AVX-512 exists: the step is mostly memory-bound, and GCC 12 warns
+// (falsely, -Wmaybe-uninitialized) inside its own _mm512_sqrt_* headers.
+#if defined(__AVX__)
+  if constexpr (std::is_same_v<T, float>) {
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_sqrt_ps(_mm256_loadu_ps(x + i)));
+  } else {
+    for (; i + 4 <= n; i += 4) _mm256_storeu_pd(x + i, _mm256_sqrt_pd(_mm256_loadu_pd(x + i)));
+  }
+#elif defined(__SSE2__)
+  if constexpr (std::is_same_v<T, float>) {
+    for (; i + 4 <= n; i += 4) _mm_storeu_ps(x + i, _mm_sqrt_ps(_mm_loadu_ps(x + i)));
+  } else {
+    for (; i + 2 <= n; i += 2) _mm_storeu_pd(x + i, _mm_sqrt_pd(_mm_loadu_pd(x + i)));
+  }
+#endif
+  for (; i < n; ++i) x[i] = std::sqrt(x[i]);  // the tail, and targets without those vectors
+}
+
+// Adam works through its range in blocks small enough to stay in L1: pass 1 updates the moments
+// and keeps the second moment it will divide by, pass 2 takes its square roots, pass 3 moves
+// the weights. Passes 1 and 3 are plain loops the compiler vectorizes.
+constexpr int64_t kAdamBlock = 256;
+
 template <typename T, bool kL2, bool kDecoupled, bool kAmsgrad>
 void adam_range(int64_t begin, int64_t end, T* p, const T* g, T* m, T* v, T* vmax,
                 const AdamCoeffs<T>& c) {
-  for (int64_t i = begin; i < end; ++i) {
-    T pi = p[i];
-    T gi = g[i];
-    if constexpr (kDecoupled) pi = pi * c.decay;          // AdamW: shrink the weight itself
-    if constexpr (kL2) gi = axpy(gi, c.weight_decay, pi);  // Adam: an L2 term in the gradient
-    const T mi = axpy(m[i] * c.beta1, c.one_minus_beta1, gi);
-    T vi = axpy(v[i] * c.beta2, c.one_minus_beta2, gi * gi);
-    m[i] = mi;
-    v[i] = vi;
-    if constexpr (kAmsgrad) {
-      vi = vmax[i] >= vi ? vmax[i] : vi;  // the largest second moment seen so far
-      vmax[i] = vi;
+  T root[kAdamBlock];
+  for (int64_t b = begin; b < end; b += kAdamBlock) {
+    const int64_t len = std::min(kAdamBlock, end - b);
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t i = b + j;
+      T gi = g[i];
+      if constexpr (kL2) gi = axpy(gi, c.weight_decay, p[i]);  // Adam: an L2 term in the gradient
+      m[i] = axpy(m[i] * c.beta1, c.one_minus_beta1, gi);
+      T vi = axpy(v[i] * c.beta2, c.one_minus_beta2, gi * gi);
+      v[i] = vi;
+      if constexpr (kAmsgrad) {
+        vi = vmax[i] >= vi ? vmax[i] : vi;  // the largest second moment seen so far
+        vmax[i] = vi;
+      }
+      root[j] = vi;
     }
-    const T denom = std::sqrt(vi) / c.bias_correction2_sqrt + c.eps;
-    p[i] = axpy(pi, c.neg_step_size, mi / denom);
+    sqrt_inplace(root, len);
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t i = b + j;
+      T pi = p[i];
+      if constexpr (kDecoupled) pi = pi * c.decay;  // AdamW: shrink the weight itself
+      const T denom = root[j] / c.bias_correction2_sqrt + c.eps;
+      p[i] = axpy(pi, c.neg_step_size, m[i] / denom);
+    }
   }
 }
 

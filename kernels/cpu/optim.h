@@ -7,10 +7,12 @@
 // and its state is loaded once and stored once.
 //
 // The arithmetic is the same sequence of roundings as the tensor-op path in optim/sgd.cpp and
-// optim/adam.cpp — every `x.add_(y, alpha)` there is axpy(x, alpha, y) here, computed the way the
-// elementwise Add kernel computes it — so the two paths give the same numbers (tests/test_optim.cpp
-// compares them). Coefficients arrive as doubles and are rounded to the element type once, as a
-// Python float scalar is in PyTorch.
+// optim/adam.cpp — every `x.add_(y, alpha)` there is axpy(x, alpha, y) here, computed the way
+// the elementwise Add kernel computes it — so the two paths give the same numbers
+// (tests/test_optim.cpp compares them; Adam's square root is the one exception, see
+// adam_step). Coefficients arrive as doubles and are rounded to the element type once, as a
+// Python float scalar is in PyTorch. Adam reads each element from memory once and writes it
+// once, working in blocks that stay in L1 (kernels/cpu/optim.cpp explains its three passes).
 //
 // All buffers hold n elements of `dtype` (float32 or float64), contiguous, and do not overlap.
 #pragma once
@@ -56,7 +58,9 @@ struct AdamStep {
   double bias_correction2_sqrt = 1.0;   // sqrt(1 - beta2^t)
   double step_size = 0.0;               // lr / (1 - beta1^t)
 };
-// max_exp_avg_sq is null unless amsgrad.
+// max_exp_avg_sq is null unless amsgrad. The square root is the correctly rounded IEEE one
+// (std::sqrt, as PyTorch's); ember's sqrt op, which the tensor-op path uses, is Eigen's and may
+// be an ulp off it where Eigen's fast-math approximation is on.
 void adam_step(DType dtype, int64_t n, void* param, const void* grad, void* exp_avg,
                void* exp_avg_sq, void* max_exp_avg_sq, const AdamStep& s);
 
