@@ -98,7 +98,7 @@ void train(int epoch, FullyNeuralNetwork& model, nn::CrossEntropyLoss& criterion
   if (tty) std::printf("\r%90s\r", "");
 }
 
-void test(FullyNeuralNetwork& model, data::DataLoader& loader, Device device) {
+double test(FullyNeuralNetwork& model, data::DataLoader& loader, Device device) {
   model.eval();
   NoGradGuard no_grad;
   int64_t correct = 0, total = 0;
@@ -108,7 +108,9 @@ void test(FullyNeuralNetwork& model, data::DataLoader& loader, Device device) {
     total += batch.target.size(0);
     correct += static_cast<int64_t>(predicted.eq(batch.target).to(kInt64).sum().item());
   }
-  std::printf("Accuracy on test set: %d %%\n", static_cast<int>(100.0 * correct / total));
+  const double accuracy = 100.0 * static_cast<double>(correct) / static_cast<double>(total);
+  std::printf("Accuracy on test set: %d %%\n", static_cast<int>(accuracy));
+  return accuracy;
 }
 
 }  // namespace
@@ -137,8 +139,17 @@ int main(int argc, char** argv) {
   try {
     if (threads > 0) set_num_threads(threads);
     // As the seed: CUDA when available, else the CPU — and say which.
-    const Device device = device_name.empty() ? Device(cuda::is_available() ? "cuda" : "cpu")
-                                              : Device(device_name);
+    Device device = device_name.empty() ? Device(cuda::is_available() ? "cuda" : "cpu")
+                                        : Device(device_name);
+    if (device_name.empty() && device.is_cuda()) {
+      // A GPU is there; can this build of ember use it? (Its CUDA kernels come in stages.)
+      try {
+        (void)zeros({1}, device);
+      } catch (const DeviceError& e) {
+        std::printf("device: cuda is present but unusable here (%s); using cpu\n", e.what());
+        device = Device::cpu();
+      }
+    }
     std::printf("device: %s%s\n", device.str().c_str(),
                 device_name.empty() && !cuda::is_available()
                     ? (std::string(" (no GPU: ") + cuda::unavailable_reason() + ")").c_str()
@@ -172,9 +183,9 @@ int main(int argc, char** argv) {
       const auto epoch_start = std::chrono::steady_clock::now();
       train(epoch, model, criterion, optimizer, train_loader, device, tty, log_interval);
       const double train_s = seconds_since(epoch_start);
-      test(model, test_loader, device);
-      std::printf("epoch %d: %.2f s training, %.2f s with the test pass\n", epoch, train_s,
-                  seconds_since(epoch_start));
+      const double accuracy = test(model, test_loader, device);
+      std::printf("epoch %d: test accuracy %.2f %%, %.2f s training, %.2f s with the test pass\n",
+                  epoch, accuracy, train_s, seconds_since(epoch_start));
       std::fflush(stdout);
     }
     std::printf("total: %.2f s for %d epochs\n", seconds_since(total_start), epochs);
