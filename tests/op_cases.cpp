@@ -11,6 +11,20 @@ CaseRegistrar::CaseRegistrar(std::vector<OpCase> cases) {
   for (auto& c : cases) op_cases().push_back(std::move(c));
 }
 
+OpCase unary_case(const std::string& op, const std::string& label, std::function<Tensor()> input,
+                  std::function<Tensor(const Tensor&)> f, bool differentiable) {
+  OpCase c{op, label, [input] { return std::vector<Tensor>{input()}; },
+           [f](const std::vector<Tensor>& x) { return f(x[0]); }};
+  c.differentiable = differentiable;
+  return c;
+}
+
+OpCase binary_case(const std::string& op, const std::string& label, std::function<Tensor()> a,
+                   std::function<Tensor()> b, std::function<Tensor(const Tensor&, const Tensor&)> f) {
+  return OpCase{op, label, [a, b] { return std::vector<Tensor>{a(), b()}; },
+                [f](const std::vector<Tensor>& x) { return f(x[0], x[1]); }};
+}
+
 namespace {
 Tensor uniform_f64(const Shape& shape, uint64_t seed, double lo, double hi) {
   manual_seed(seed);

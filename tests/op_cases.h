@@ -40,6 +40,12 @@ struct CaseRegistrar {
 #define EMBER_OP_CASES(...) \
   static ::ember::test::CaseRegistrar EMBER_OP_CASES_CAT(ember_op_cases_, __LINE__)(__VA_ARGS__)
 
+// One-input and two-input cases: fn(x[0]) and fn(x[0], x[1]).
+OpCase unary_case(const std::string& op, const std::string& label, std::function<Tensor()> input,
+                  std::function<Tensor(const Tensor&)> f, bool differentiable = true);
+OpCase binary_case(const std::string& op, const std::string& label, std::function<Tensor()> a,
+                   std::function<Tensor()> b, std::function<Tensor(const Tensor&, const Tensor&)> f);
+
 // ---- input builders (float64, deterministic: a fixed seed per call site) -----------------------
 
 // A leaf in float64 with requires_grad, values ~ U(lo, hi).

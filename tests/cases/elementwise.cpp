@@ -4,18 +4,6 @@
 namespace ember::test {
 namespace {
 
-OpCase unary_case(const std::string& op, const std::string& label, std::function<Tensor()> input,
-                  std::function<Tensor(const Tensor&)> f) {
-  return OpCase{op, label, [input] { return std::vector<Tensor>{input()}; },
-                [f](const std::vector<Tensor>& x) { return f(x[0]); }};
-}
-
-OpCase binary_case(const std::string& op, const std::string& label, std::function<Tensor()> a,
-                   std::function<Tensor()> b, std::function<Tensor(const Tensor&, const Tensor&)> f) {
-  return OpCase{op, label, [a, b] { return std::vector<Tensor>{a(), b()}; },
-                [f](const std::vector<Tensor>& x) { return f(x[0], x[1]); }};
-}
-
 using T = const Tensor&;
 
 EMBER_OP_CASES({

@@ -10,12 +10,6 @@ namespace {
 
 using T = const Tensor&;
 
-OpCase unary_case(const std::string& op, const std::string& label, std::function<Tensor()> input,
-                  std::function<Tensor(const Tensor&)> f) {
-  return OpCase{op, label, [input] { return std::vector<Tensor>{input()}; },
-                [f](const std::vector<Tensor>& x) { return f(x[0]); }};
-}
-
 EMBER_OP_CASES({
     unary_case("view", "[3, 4] as [2, 6]", [] { return leaf({3, 4}, 201); },
                [](T a) { return view(a, {2, 6}); }),

@@ -6,12 +6,6 @@ namespace {
 
 using T = const Tensor&;
 
-OpCase unary_case(const std::string& op, const std::string& label, std::function<Tensor()> input,
-                  std::function<Tensor(const Tensor&)> f) {
-  return OpCase{op, label, [input] { return std::vector<Tensor>{input()}; },
-                [f](const std::vector<Tensor>& x) { return f(x[0]); }};
-}
-
 // Class weights in [0.5, 1.5]: plain float64 data, never differentiated.
 Tensor class_weight(int64_t C, uint64_t seed) {
   manual_seed(seed);

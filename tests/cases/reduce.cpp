@@ -22,14 +22,6 @@ Tensor distinct(const Shape& shape, uint64_t seed, Layout layout = Layout::Conti
   return t.detach().requires_grad_(true);
 }
 
-OpCase unary_case(const std::string& op, const std::string& label, std::function<Tensor()> input,
-                  std::function<Tensor(const Tensor&)> f, bool differentiable = true) {
-  OpCase c{op, label, [input] { return std::vector<Tensor>{input()}; },
-           [f](const std::vector<Tensor>& x) { return f(x[0]); }};
-  c.differentiable = differentiable;
-  return c;
-}
-
 OpCase forward_only(const std::string& op, const std::string& label, std::function<Tensor()> input,
                     std::function<Tensor(const Tensor&)> f) {
   return unary_case(op, label, std::move(input), std::move(f), false);
