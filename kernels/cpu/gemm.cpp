@@ -23,6 +23,8 @@
 // Eigen switches to its matrix-vector kernel, and for a 1x1 result to a dot product.
 #include "kernels/cpu/gemm.h"
 
+#include <algorithm>
+
 // GCC 12 reports "'__Y' may be used uninitialized" deep inside Eigen's AVX-512 packet
 // transposes (they start from _mm512_undefined_*() on purpose); the warning is a known false
 // positive and would bury real ones, so it is silenced for this file only.
@@ -50,12 +52,14 @@ using RowMap = Eigen::Map<RowMajorMatrix<T>, 0, Eigen::OuterStride<>>;
 template <typename T, typename OpA, typename OpB>
 void product(const OpA& A, const OpB& B, T alpha, T beta, RowMap<T>& C) {
   if (beta == T(0)) {
-    // Eigen folds the scalar factor into the GEMM kernel: no extra pass over C.
-    if (alpha == T(1)) C.noalias() = A * B;
-    else C.noalias() = alpha * A * B;
-    return;
+    // `C = A * B` makes Eigen clear C first, and through a strided map that is one memset per
+    // row. When C's rows are packed, clear it in one pass and accumulate instead: for small
+    // products (the MLP's [64,64] @ [64,10]) the per-row clearing was a sixth of the time.
+    if (C.outerStride() == C.cols()) std::fill_n(C.data(), C.size(), T(0));
+    else C.setZero();
+  } else if (beta != T(1)) {
+    C *= beta;
   }
-  if (beta != T(1)) C *= beta;
   if (alpha == T(1)) C.noalias() += A * B;
   else C.noalias() += alpha * A * B;
 }
