@@ -18,9 +18,11 @@
 // Method (both tables): warm up, then call repeatedly until a time budget is spent (0.3 s, or
 // 0.05 s with --quick), reading the clock once per batch of calls so that reading it costs
 // nothing next to a sub-microsecond op; time per call = elapsed / calls. Each number printed is
-// the median of 5 such measurements. Every matmul result is checked against Eigen's before it
-// is timed. bench/pytorch/bench_cpu.py prints the same rows for PyTorch; bench/RESULTS.md
-// holds measured tables.
+// the median of 5 such measurements; the two columns of a row are measured in turns, so that
+// other work on a shared machine slows both alike. Every matmul result is checked against
+// Eigen's before it is timed. The load average before and after is printed last: on a machine
+// busy with other work the numbers mean little. bench/pytorch/bench_cpu.py prints the same rows
+// for PyTorch; bench/RESULTS.md holds measured tables and how to read them.
 //
 // Usage: bench_cpu [--threads N] [--json FILE] [--quick] [--only matmul|dispatch]
 #include <algorithm>
@@ -89,7 +91,9 @@ template <typename F>
 double median_seconds_per_call(const F& fn, const Settings& s) {
   seconds_per_call(fn, s.budget_s() / 4);
   std::vector<double> runs;
-  for (int r = 0; r < Settings::kMeasurements; ++r) runs.push_back(seconds_per_call(fn, s.budget_s()));
+  for (int r = 0; r < Settings::kMeasurements; ++r) {
+    runs.push_back(seconds_per_call(fn, s.budget_s()));
+  }
   return median(runs);
 }
 
@@ -159,7 +163,7 @@ MatmulRow bench_matmul(const MatmulCase& c, const Settings& s) {
   // Check ember against Eigen before timing: a fast wrong answer is no result.
   eigen();
   const Tensor out = ember::matmul(a, b);
-  EMBER_CHECK(out.shape() == ember::Shape({c.m, c.n}), "bench_cpu: matmul ", matmul_label(c),
+  EMBER_CHECK(out.shape() == ember::Shape({c.m, c.n}), "matmul ", matmul_label(c),
               " returned shape ", ember::shape_str(out.shape()));
   const RowMat got = to_eigen(out.contiguous());
   float scale = 1.0f;  // a plain loop: GCC 12 warns spuriously on Eigen's AVX-512 maxCoeff
@@ -168,7 +172,7 @@ MatmulRow bench_matmul(const MatmulCase& c, const Settings& s) {
     scale = std::max(scale, std::abs(C.data()[i]));
     err = std::max(err, std::abs(got.data()[i] - C.data()[i]));
   }
-  EMBER_CHECK(err <= 1e-4f * scale, "bench_cpu: matmul ", matmul_label(c),
+  EMBER_CHECK(err <= 1e-4f * scale, "matmul ", matmul_label(c),
               " differs from Eigen by ", err, " (largest |value| ", scale, ")");
 
   const double flops = 2.0 * static_cast<double>(c.m) * static_cast<double>(c.k) *
@@ -232,8 +236,8 @@ DispatchRow bench_dispatch(const DispatchCase& c, const Settings& s) {
   const Tensor a_leaf = ember::randn({c.numel}).requires_grad_();
 
   // Make sure each variant times what it claims to: no tape node without grad, one with.
-  EMBER_CHECK(!c.call(a, b).grad_fn(), "bench_cpu: ", c.op, " built a tape node without grad");
-  EMBER_CHECK(c.call(a_leaf, b).grad_fn(), "bench_cpu: ", c.op, " built no tape node with grad");
+  EMBER_CHECK(!c.call(a, b).grad_fn(), c.op, " built a tape node without grad");
+  EMBER_CHECK(c.call(a_leaf, b).grad_fn(), c.op, " built no tape node with grad");
 
   const auto [t_plain, t_grad] =
       median_seconds_per_call([&] { c.call(a, b); }, [&] { c.call(a_leaf, b); }, s);
@@ -308,10 +312,8 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-void write_json(const std::string& path, const Settings& s, const std::vector<MatmulRow>& mm,
+void write_json(std::ofstream& f, const Settings& s, const std::vector<MatmulRow>& mm,
                 const std::vector<DispatchRow>& dispatch, double load_before, double load_after) {
-  std::ofstream f(path);
-  EMBER_CHECK(f.good(), "bench_cpu: cannot write ", path, ": check the directory exists");
   f << "{\n  \"benchmark\": \"bench_cpu\",\n"
     << "  \"cpu\": " << json_string(cpu_model()) << ",\n"
     << "  \"logical_cores\": " << std::thread::hardware_concurrency() << ",\n"
@@ -356,11 +358,17 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
+    // Opened first, so that a bad path fails before a minute of measuring rather than after.
+    std::ofstream json;
+    if (!json_path.empty()) {
+      json.open(json_path);
+      EMBER_CHECK(json.good(), "cannot write ", json_path, ": check that its folder exists");
+    }
     ember::set_num_threads(s.threads);  // also Eigen::setNbThreads: both columns get the same
     std::printf("ember bench_cpu: CPU core benchmark\n");
-    std::printf("  cpu: %s, %u logical cores; threads: %d (Eigen reports %d)\n", cpu_model().c_str(),
-                std::thread::hardware_concurrency(), ember::get_num_threads(),
-                Eigen::nbThreads());
+    std::printf("  cpu: %s, %u logical cores; threads: %d (Eigen reports %d)\n",
+                cpu_model().c_str(), std::thread::hardware_concurrency(),
+                ember::get_num_threads(), Eigen::nbThreads());
     std::printf("  g++ %s, Eigen %s (%s), -march=native: %s%s\n\n", __VERSION__,
                 eigen_version().c_str(), Eigen::SimdInstructionSetsInUse(),
                 EMBER_BENCH_NATIVE ? "yes" : "no", s.quick ? ", --quick" : "");
@@ -377,7 +385,7 @@ int main(int argc, char** argv) {
                 std::max(load_before, load_after) > std::thread::hardware_concurrency() + 0.5
                     ? ": the machine was shared, numbers are noisy" : "");
     if (!json_path.empty()) {
-      write_json(json_path, s, mm, dispatch, load_before, load_after);
+      write_json(json, s, mm, dispatch, load_before, load_after);
       std::printf("results written to %s\n", json_path.c_str());
     }
   } catch (const std::exception& e) {

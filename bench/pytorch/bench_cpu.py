@@ -12,7 +12,8 @@ time budget is spent (0.3 s, 0.05 s with --quick), seconds per call = elapsed / 
 it is for anyone who uses PyTorch from Python.
 
 torch.matmul on the CPU calls whatever BLAS libblas.so.3 is on this machine (Debian's torch is
-built with BLAS_INFO=generic); the script prints which one, since it decides Table 1.
+built with BLAS_INFO=generic): the reference BLAS unless OpenBLAS is installed. The script prints
+the BLAS/LAPACK files it finds loaded, since they decide Table 1.
 """
 import argparse
 import json
@@ -120,16 +121,18 @@ def dispatch_table():
     return rows
 
 
-def blas_library():
-    """The file libblas.so.3 resolves to in this process (it decides torch.matmul's speed)."""
+def blas_libraries():
+    """The BLAS/LAPACK files loaded into this process (they decide torch.matmul's speed)."""
+    found = []
     try:
         with open("/proc/self/maps") as f:
             for line in f:
-                if "blas" in line.lower():
-                    return os.path.realpath(line.split()[-1])
+                path = line.split()[-1]
+                if ("blas" in path.lower() or "lapack" in path.lower()) and path not in found:
+                    found.append(path)
     except OSError:
         pass
-    return "unknown"
+    return found or ["none found"]
 
 
 def main():
@@ -137,11 +140,12 @@ def main():
     torch.manual_seed(0)
     print("PyTorch CPU reference for ember bench_cpu")
     print(f"  torch {torch.__version__}, Python {platform.python_version()}, "
-          f"threads: {torch.get_num_threads()}, BLAS: {blas_library()}")
+          f"threads: {torch.get_num_threads()}")
+    print(f"  BLAS/LAPACK loaded: {', '.join(blas_libraries())}")
     print(f"  OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} "
           f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']}\n")
     results = {"benchmark": "bench_cpu.py", "torch": torch.__version__, "threads": ARGS.threads,
-               "quick": ARGS.quick, "blas": blas_library()}
+               "quick": ARGS.quick, "blas": blas_libraries()}
     if ARGS.only != "dispatch":
         results["matmul_gflops"] = matmul_table()
     if ARGS.only != "matmul":

@@ -100,6 +100,7 @@ void connect(const std::shared_ptr<Node>& node, const Tensor& output,
              const std::vector<const Tensor*>& inputs) {
   node->next_edges.reserve(inputs.size());
   node->input_shapes.reserve(inputs.size());
+  node->input_dtypes.reserve(inputs.size());
   for (const Tensor* t : inputs) {
     node->next_edges.push_back(t ? gradient_edge(*t) : Edge{});
     node->input_shapes.push_back(t && t->defined() ? t->shape() : Shape{});
