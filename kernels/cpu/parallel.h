@@ -40,6 +40,23 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   });
 }
 
+// The loop of every reduction-like kernel over an [outer, r, inner] block that does not reduce the
+// last dim: calls f(o, k0, kn) for each outer index o and each run [k0, k0 + kn) of at most
+// `block` inner columns, in parallel. A task owns whole output runs (no two threads write one
+// output element), and walking the r rows of a run reads memory forward.
+template <typename F>
+void for_each_column_block(int64_t outer, int64_t r, int64_t inner, int64_t block, const F& f) {
+  block = std::min(block, std::max<int64_t>(inner, 1));
+  const int64_t blocks = (inner + block - 1) / block;
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(r * block, 1));
+  parallel_for(0, outer * blocks, grain, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t k0 = (t % blocks) * block;
+      f(t / blocks, k0, std::min(block, inner - k0));
+    }
+  });
+}
+
 // Walks every element of a coalesced StridedLoop. For each run along the innermost dimension it
 // calls inner(offsets, n, inner_strides): offsets[k] is the element offset of operand k at the
 // start of the run, n its length, inner_strides[k] the innermost stride of operand k. Runs are

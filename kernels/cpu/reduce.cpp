@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/cpu/parallel.h"
 
@@ -28,22 +27,14 @@ void sum_typed(int64_t outer, int64_t r, int64_t inner, const T* in, T* out, dou
     return;
   }
   // Column-style: for each (o, block of k) walk the r rows, adding a contiguous block at a time.
-  const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
-  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(r * kColumnBlock, 1));
-  parallel_for(0, outer * blocks, grain, [&](int64_t b, int64_t e) {
-    std::vector<acc_t> acc(static_cast<size_t>(kColumnBlock));
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t o = t / blocks;
-      const int64_t k0 = (t % blocks) * kColumnBlock;
-      const int64_t kn = std::min(kColumnBlock, inner - k0);
-      std::fill(acc.begin(), acc.begin() + kn, acc_t(0));
-      for (int64_t j = 0; j < r; ++j) {
-        const T* row = in + (o * r + j) * inner + k0;
-        for (int64_t k = 0; k < kn; ++k) acc[k] += static_cast<acc_t>(row[k]);
-      }
-      T* dst = out + o * inner + k0;
-      for (int64_t k = 0; k < kn; ++k) dst[k] = static_cast<T>(static_cast<double>(acc[k]) * scale);
+  for_each_column_block(outer, r, inner, kColumnBlock, [&](int64_t o, int64_t k0, int64_t kn) {
+    acc_t acc[kColumnBlock] = {};
+    for (int64_t j = 0; j < r; ++j) {
+      const T* row = in + (o * r + j) * inner + k0;
+      for (int64_t k = 0; k < kn; ++k) acc[k] += static_cast<acc_t>(row[k]);
     }
+    T* dst = out + o * inner + k0;
+    for (int64_t k = 0; k < kn; ++k) dst[k] = static_cast<T>(static_cast<double>(acc[k]) * scale);
   });
 }
 
@@ -87,27 +78,20 @@ void max_min_typed(int64_t outer, int64_t r, int64_t inner, const T* in, T* valu
   // [r, inner] slab seeds a block of them, then every further row is compared against the block,
   // so all loads walk memory forward. Each task owns whole output blocks: no two threads write
   // the same element.
-  const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
-  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(r * kColumnBlock, 1));
-  parallel_for(0, outer * blocks, grain, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t o = t / blocks;
-      const int64_t k0 = (t % blocks) * kColumnBlock;
-      const int64_t kn = std::min(kColumnBlock, inner - k0);
-      const T* slab = in + o * r * inner + k0;
-      T* best = values + o * inner + k0;
-      int64_t* arg = indices + o * inner + k0;
+  for_each_column_block(outer, r, inner, kColumnBlock, [&](int64_t o, int64_t k0, int64_t kn) {
+    const T* slab = in + o * r * inner + k0;
+    T* best = values + o * inner + k0;
+    int64_t* arg = indices + o * inner + k0;
+    for (int64_t k = 0; k < kn; ++k) {
+      best[k] = slab[k];
+      arg[k] = 0;
+    }
+    for (int64_t j = 1; j < r; ++j) {
+      const T* row = slab + j * inner;
       for (int64_t k = 0; k < kn; ++k) {
-        best[k] = slab[k];
-        arg[k] = 0;
-      }
-      for (int64_t j = 1; j < r; ++j) {
-        const T* row = slab + j * inner;
-        for (int64_t k = 0; k < kn; ++k) {
-          if (replaces<kWhich>(row[k], best[k])) {
-            best[k] = row[k];
-            arg[k] = j;
-          }
+        if (replaces<kWhich>(row[k], best[k])) {
+          best[k] = row[k];
+          arg[k] = j;
         }
       }
     }

@@ -17,24 +17,10 @@ namespace ember::kernels::cpu {
 namespace {
 constexpr int64_t kColumnBlock = 64;
 
-// Calls f(o, k0, kn) for every (outer index, column block) pair, in parallel.
-template <typename F>
-void for_each_block(int64_t outer, int64_t D, int64_t inner, const F& f) {
-  const int64_t block = std::min(kColumnBlock, std::max<int64_t>(inner, 1));
-  const int64_t blocks = (inner + block - 1) / block;
-  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(D * block, 1));
-  parallel_for(0, outer * blocks, grain, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t o = t / blocks;
-      const int64_t k0 = (t % blocks) * block;
-      f(o, k0, std::min(block, inner - k0));
-    }
-  });
-}
 
 template <typename T>
 void forward_typed(bool log, int64_t outer, int64_t D, int64_t inner, const T* x, T* y) {
-  for_each_block(outer, D, inner, [&](int64_t o, int64_t k0, int64_t kn) {
+  for_each_column_block(outer, D, inner, kColumnBlock, [&](int64_t o, int64_t k0, int64_t kn) {
     const T* xb = x + o * D * inner + k0;
     T* yb = y + o * D * inner + k0;
     T m[kColumnBlock];
@@ -78,7 +64,7 @@ void forward_typed(bool log, int64_t outer, int64_t D, int64_t inner, const T* x
 template <typename T>
 void backward_typed(bool log, int64_t outer, int64_t D, int64_t inner, const T* g, const T* y,
                     T* dx) {
-  for_each_block(outer, D, inner, [&](int64_t o, int64_t k0, int64_t kn) {
+  for_each_column_block(outer, D, inner, kColumnBlock, [&](int64_t o, int64_t k0, int64_t kn) {
     const int64_t base = o * D * inner + k0;
     double dot[kColumnBlock];
     std::fill(dot, dot + kn, 0.0);
