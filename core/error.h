@@ -28,6 +28,14 @@ class DeviceError : public Error {
   using Error::Error;
 };
 
+// A device allocation that failed even after the caching allocator gave its cache back: the
+// message says how much was asked, how much the device has free/total and how much ember holds.
+// Like torch.cuda.OutOfMemoryError; a DeviceError, so code catching those catches this too.
+class OutOfMemoryError : public DeviceError {
+ public:
+  using DeviceError::DeviceError;
+};
+
 // Misuse of the autograd tape (backward twice, in-place change of a saved tensor, ...).
 class AutogradError : public Error {
  public:

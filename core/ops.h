@@ -106,5 +106,7 @@ Tensor expand(const Tensor& a, const Shape& shape);
 Tensor contiguous(const Tensor& a);
 Tensor clone(const Tensor& a);
 Tensor to_dtype(const Tensor& a, DType dtype);
+// A copy on another device (`a` itself when already there); the gradient goes back to a's device.
+Tensor to_device(const Tensor& a, Device device, bool non_blocking = false);
 
 }  // namespace ember

@@ -4,73 +4,79 @@
 
 namespace ember {
 
-namespace {
-const char* const kElementwise = "kernels/cpu/elementwise.cpp";
-}
+// The {cpu_kernel, cuda_kernel} pairs that many rows share.
+#define ELEMENTWISE_KERNELS "kernels/cpu/elementwise.cpp", "kernels/cuda/elementwise.cu"
+#define REDUCE_KERNELS "kernels/cpu/reduce.cpp", "kernels/cuda/reduce.cu"
+#define GEMM_KERNELS "kernels/cpu/gemm.cpp", "kernels/cuda/gemm.cu (cuBLAS)"
+#define SOFTMAX_KERNELS "kernels/cpu/softmax.cpp", "kernels/cuda/softmax.cu"
+#define INDEX_KERNELS "kernels/cpu/index.cpp", "kernels/cuda/index.cu"
+#define NO_KERNELS_VIEW "(none: a view)", "(none: a view)"
 
 const std::vector<OpInfo>& op_registry() {
   static const std::vector<OpInfo> ops = {
       // elementwise arithmetic
-      {"add", "core/ops/add.cpp", true, "AddBackward", kElementwise},
-      {"sub", "core/ops/sub.cpp", true, "SubBackward", kElementwise},
-      {"mul", "core/ops/mul.cpp", true, "MulBackward", kElementwise},
-      {"div", "core/ops/div.cpp", true, "DivBackward", kElementwise},
-      {"neg", "core/ops/neg.cpp", true, "NegBackward", kElementwise},
-      {"pow", "core/ops/pow.cpp", true, "PowBackward", kElementwise},
+      {"add", "core/ops/add.cpp", true, "AddBackward", ELEMENTWISE_KERNELS},
+      {"sub", "core/ops/sub.cpp", true, "SubBackward", ELEMENTWISE_KERNELS},
+      {"mul", "core/ops/mul.cpp", true, "MulBackward", ELEMENTWISE_KERNELS},
+      {"div", "core/ops/div.cpp", true, "DivBackward", ELEMENTWISE_KERNELS},
+      {"neg", "core/ops/neg.cpp", true, "NegBackward", ELEMENTWISE_KERNELS},
+      {"pow", "core/ops/pow.cpp", true, "PowBackward", ELEMENTWISE_KERNELS},
       // elementwise math and activations
-      {"exp", "core/ops/exp.cpp", true, "ExpBackward", kElementwise},
-      {"log", "core/ops/log.cpp", true, "LogBackward", kElementwise},
-      {"sqrt", "core/ops/sqrt.cpp", true, "SqrtBackward", kElementwise},
-      {"abs", "core/ops/abs.cpp", true, "AbsBackward", kElementwise},
-      {"relu", "core/ops/relu.cpp", true, "ReluBackward", kElementwise},
-      {"sigmoid", "core/ops/sigmoid.cpp", true, "SigmoidBackward", kElementwise},
-      {"tanh", "core/ops/tanh.cpp", true, "TanhBackward", kElementwise},
+      {"exp", "core/ops/exp.cpp", true, "ExpBackward", ELEMENTWISE_KERNELS},
+      {"log", "core/ops/log.cpp", true, "LogBackward", ELEMENTWISE_KERNELS},
+      {"sqrt", "core/ops/sqrt.cpp", true, "SqrtBackward", ELEMENTWISE_KERNELS},
+      {"abs", "core/ops/abs.cpp", true, "AbsBackward", ELEMENTWISE_KERNELS},
+      {"relu", "core/ops/relu.cpp", true, "ReluBackward", ELEMENTWISE_KERNELS},
+      {"sigmoid", "core/ops/sigmoid.cpp", true, "SigmoidBackward", ELEMENTWISE_KERNELS},
+      {"tanh", "core/ops/tanh.cpp", true, "TanhBackward", ELEMENTWISE_KERNELS},
       // reductions
-      {"sum", "core/ops/sum.cpp", true, "SumBackward", "kernels/cpu/reduce.cpp"},
-      {"mean", "core/ops/sum.cpp", true, "MeanBackward", "kernels/cpu/reduce.cpp"},
-      {"sum_to", "core/ops/sum.cpp", true, "SumBackward", "kernels/cpu/reduce.cpp"},
-      {"max", "core/ops/max_min.cpp", true, "MaxBackward", "kernels/cpu/reduce.cpp"},
-      {"min", "core/ops/max_min.cpp", true, "MinBackward", "kernels/cpu/reduce.cpp"},
-      {"argmax", "core/ops/max_min.cpp", false, "", "kernels/cpu/reduce.cpp"},
-      {"argmin", "core/ops/max_min.cpp", false, "", "kernels/cpu/reduce.cpp"},
+      {"sum", "core/ops/sum.cpp", true, "SumBackward", REDUCE_KERNELS},
+      {"mean", "core/ops/sum.cpp", true, "MeanBackward", REDUCE_KERNELS},
+      {"sum_to", "core/ops/sum.cpp", true, "SumBackward", REDUCE_KERNELS},
+      {"max", "core/ops/max_min.cpp", true, "MaxBackward", REDUCE_KERNELS},
+      {"min", "core/ops/max_min.cpp", true, "MinBackward", REDUCE_KERNELS},
+      {"argmax", "core/ops/max_min.cpp", false, "", REDUCE_KERNELS},
+      {"argmin", "core/ops/max_min.cpp", false, "", REDUCE_KERNELS},
       // linear algebra
-      {"matmul", "core/ops/matmul.cpp", true, "MatmulBackward", "kernels/cpu/gemm.cpp"},
+      {"matmul", "core/ops/matmul.cpp", true, "MatmulBackward", GEMM_KERNELS},
       // softmax family and losses
-      {"softmax", "core/ops/softmax.cpp", true, "SoftmaxBackward", "kernels/cpu/softmax.cpp"},
-      {"log_softmax", "core/ops/softmax.cpp", true, "LogSoftmaxBackward", "kernels/cpu/softmax.cpp"},
+      {"softmax", "core/ops/softmax.cpp", true, "SoftmaxBackward", SOFTMAX_KERNELS},
+      {"log_softmax", "core/ops/softmax.cpp", true, "LogSoftmaxBackward", SOFTMAX_KERNELS},
       {"cross_entropy", "core/ops/cross_entropy.cpp", true, "CrossEntropyBackward",
-       "kernels/cpu/cross_entropy.cpp"},
-      {"mse_loss", "core/ops/mse_loss.cpp", true, "(composite: sub, mul, mean)", kElementwise},
+       "kernels/cpu/cross_entropy.cpp", "kernels/cuda/cross_entropy.cu"},
+      {"mse_loss", "core/ops/mse_loss.cpp", true, "(composite: sub, mul, mean)", ELEMENTWISE_KERNELS},
       // comparisons and selection
-      {"eq", "core/ops/compare.cpp", false, "", kElementwise},
-      {"ne", "core/ops/compare.cpp", false, "", kElementwise},
-      {"lt", "core/ops/compare.cpp", false, "", kElementwise},
-      {"le", "core/ops/compare.cpp", false, "", kElementwise},
-      {"gt", "core/ops/compare.cpp", false, "", kElementwise},
-      {"ge", "core/ops/compare.cpp", false, "", kElementwise},
-      {"where", "core/ops/where.cpp", true, "WhereBackward", kElementwise},
-      {"masked_fill", "core/ops/where.cpp", true, "(composite: where)", kElementwise},
+      {"eq", "core/ops/compare.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"ne", "core/ops/compare.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"lt", "core/ops/compare.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"le", "core/ops/compare.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"gt", "core/ops/compare.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"ge", "core/ops/compare.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"where", "core/ops/where.cpp", true, "WhereBackward", ELEMENTWISE_KERNELS},
+      {"masked_fill", "core/ops/where.cpp", true, "(composite: where)", ELEMENTWISE_KERNELS},
       // indexing and joining
-      {"gather", "core/ops/gather.cpp", true, "GatherBackward", "kernels/cpu/index.cpp"},
-      {"scatter_add", "core/ops/gather.cpp", true, "ScatterAddBackward", "kernels/cpu/index.cpp"},
-      {"index_select", "core/ops/index_select.cpp", true, "IndexSelectBackward", "kernels/cpu/index.cpp"},
-      {"index_add", "core/ops/index_select.cpp", true, "IndexAddBackward", "kernels/cpu/index.cpp"},
-      {"cat", "core/ops/cat.cpp", true, "CatBackward", kElementwise},
-      {"stack", "core/ops/cat.cpp", true, "(composite: unsqueeze, cat)", kElementwise},
+      {"gather", "core/ops/gather.cpp", true, "GatherBackward", INDEX_KERNELS},
+      {"scatter_add", "core/ops/gather.cpp", true, "ScatterAddBackward", INDEX_KERNELS},
+      {"index_select", "core/ops/index_select.cpp", true, "IndexSelectBackward", INDEX_KERNELS},
+      {"index_add", "core/ops/index_select.cpp", true, "IndexAddBackward", INDEX_KERNELS},
+      {"cat", "core/ops/cat.cpp", true, "CatBackward", ELEMENTWISE_KERNELS},
+      {"stack", "core/ops/cat.cpp", true, "(composite: unsqueeze, cat)", ELEMENTWISE_KERNELS},
       // layout
-      {"view", "core/ops/view.cpp", true, "ReshapeBackward", "(none: a view)"},
-      {"reshape", "core/ops/view.cpp", true, "ReshapeBackward", kElementwise},
-      {"permute", "core/ops/permute.cpp", true, "PermuteBackward", "(none: a view)"},
-      {"transpose", "core/ops/permute.cpp", true, "PermuteBackward", "(none: a view)"},
-      {"narrow", "core/ops/slice.cpp", true, "SliceBackward", "(none: a view)"},
-      {"slice", "core/ops/slice.cpp", true, "SliceBackward", "(none: a view)"},
-      {"select", "core/ops/slice.cpp", true, "SelectBackward", "(none: a view)"},
-      {"squeeze", "core/ops/squeeze.cpp", true, "SqueezeBackward", "(none: a view)"},
-      {"unsqueeze", "core/ops/squeeze.cpp", true, "UnsqueezeBackward", "(none: a view)"},
-      {"expand", "core/ops/expand.cpp", true, "ExpandBackward", "(none: a view)"},
-      {"contiguous", "core/ops/copy.cpp", true, "ContiguousBackward", kElementwise},
-      {"clone", "core/ops/copy.cpp", true, "CloneBackward", kElementwise},
-      {"to_dtype", "core/ops/copy.cpp", true, "ToDtypeBackward", kElementwise},
+      {"view", "core/ops/view.cpp", true, "ReshapeBackward", NO_KERNELS_VIEW},
+      {"reshape", "core/ops/view.cpp", true, "ReshapeBackward", ELEMENTWISE_KERNELS},
+      {"permute", "core/ops/permute.cpp", true, "PermuteBackward", NO_KERNELS_VIEW},
+      {"transpose", "core/ops/permute.cpp", true, "PermuteBackward", NO_KERNELS_VIEW},
+      {"narrow", "core/ops/slice.cpp", true, "SliceBackward", NO_KERNELS_VIEW},
+      {"slice", "core/ops/slice.cpp", true, "SliceBackward", NO_KERNELS_VIEW},
+      {"select", "core/ops/slice.cpp", true, "SelectBackward", NO_KERNELS_VIEW},
+      {"squeeze", "core/ops/squeeze.cpp", true, "SqueezeBackward", NO_KERNELS_VIEW},
+      {"unsqueeze", "core/ops/squeeze.cpp", true, "UnsqueezeBackward", NO_KERNELS_VIEW},
+      {"expand", "core/ops/expand.cpp", true, "ExpandBackward", NO_KERNELS_VIEW},
+      {"contiguous", "core/ops/copy.cpp", true, "ContiguousBackward", ELEMENTWISE_KERNELS},
+      {"clone", "core/ops/copy.cpp", true, "CloneBackward", ELEMENTWISE_KERNELS},
+      {"to_dtype", "core/ops/copy.cpp", true, "ToDtypeBackward", ELEMENTWISE_KERNELS},
+      {"to_device", "core/ops/copy.cpp", true, "ToDeviceBackward", "(memcpy between devices)",
+       "kernels/cuda/runtime.cu copy_bytes"},
   };
   return ops;
 }

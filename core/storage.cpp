@@ -29,38 +29,34 @@ class CpuAllocator final : public Allocator {
   void deallocate(void* ptr, size_t, Device) override { std::free(ptr); }
 };
 
-Allocator* g_allocators[2] = {nullptr, nullptr};
-
 }  // namespace
 
-void register_allocator(DeviceType type, Allocator* allocator) {
-  g_allocators[static_cast<int>(type)] = allocator;
-}
-
-Allocator* allocator_for(Device device) {
-  if (device.is_cpu()) {
+Allocator* allocator_for(Device device, bool pinned) {
+  if (device.is_cpu() && !pinned) {
     static CpuAllocator cpu;
     return &cpu;
   }
-  Allocator* a = g_allocators[static_cast<int>(DeviceType::CUDA)];
-  if (!a) {
-    throw DeviceError("cannot place a tensor on " + device.str() + ": " +
-                      (cuda::is_available() ? std::string("ember's CUDA backend is not enabled in this build")
-                                            : std::string(cuda::unavailable_reason())) +
+  Allocator* a = pinned ? cuda::detail::pinned_allocator() : cuda::detail::device_allocator();
+  if (!a || !cuda::is_available()) {
+    throw DeviceError(std::string(pinned ? "pin_memory" : "cannot place a tensor on " + device.str()) +
+                      ": " + cuda::unavailable_reason() +
                       ". Use device \"cpu\", or pick the device with "
                       "cuda::is_available() ? \"cuda\" : \"cpu\"");
   }
   return a;
 }
 
-Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-  data_ = allocator_for(device)->allocate(nbytes, device);
+Storage::Storage(size_t nbytes, Device device, bool pinned)
+    : nbytes_(nbytes), device_(cuda::resolve(device)), pinned_(pinned) {
+  EMBER_CHECK_T(DeviceError, !(pinned && device_.is_cuda()), "pinned memory is host memory: "
+                "ask for it on the cpu device (pin_memory())");
+  data_ = allocator_for(device_, pinned_)->allocate(nbytes, device_);
   ++g_live_count;
   g_live_bytes += static_cast<int64_t>(nbytes);
 }
 
 Storage::~Storage() {
-  allocator_for(device_)->deallocate(data_, nbytes_, device_);
+  allocator_for(device_, pinned_)->deallocate(data_, nbytes_, device_);
   --g_live_count;
   g_live_bytes -= static_cast<int64_t>(nbytes_);
 }

@@ -14,8 +14,9 @@
 
 namespace ember {
 
-// Hands out raw device memory. The CPU allocator is built in; the CUDA backend registers its
-// caching allocator when ember is built with CUDA.
+// Hands out raw memory on one kind of device. Three exist: plain host memory (built in), and in
+// a CUDA build the caching device allocator and the pinned host allocator
+// (kernels/cuda/allocator.cu, reached through core/cuda.h's cuda::detail).
 class Allocator {
  public:
   virtual ~Allocator() = default;
@@ -23,12 +24,15 @@ class Allocator {
   virtual void deallocate(void* ptr, size_t nbytes, Device device) = 0;
 };
 
-void register_allocator(DeviceType type, Allocator* allocator);
-Allocator* allocator_for(Device device);  // throws DeviceError when the device has none
+// The allocator for a device (and for pinned host memory when `pinned`); throws DeviceError
+// when there is none (a CUDA device in a CPU-only build, or no usable GPU).
+Allocator* allocator_for(Device device, bool pinned = false);
 
 class Storage {
  public:
-  Storage(size_t nbytes, Device device);
+  // A CUDA device without an index ("cuda") is placed on the current device; its index is
+  // checked. `pinned` asks for page-locked host memory (CPU only).
+  Storage(size_t nbytes, Device device, bool pinned = false);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -36,6 +40,7 @@ class Storage {
   void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
+  bool pinned() const { return pinned_; }
 
   int64_t version() const { return version_; }
   void bump_version() { ++version_; }
@@ -49,6 +54,7 @@ class Storage {
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Device device_;
+  bool pinned_ = false;
   int64_t version_ = 0;
 };
 

@@ -9,11 +9,14 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/cuda.h"
 #include "core/iter.h"
 #include "core/ops.h"
 #include "core/random.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/random.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/random.h"
 #include "kernels/philox.h"
 
 namespace ember {
@@ -40,20 +43,41 @@ void check_inplace_operand(const char* op, const Tensor& self, const Tensor& oth
               " cannot be broadcast into the in-place target of shape ", shape_str(self.shape()));
 }
 
-void check_cpu(const char* op, const Tensor& t) {
-  EMBER_CHECK_T(DeviceError, t.device().is_cpu(), op, ": no kernel for ", t.device(),
-                " in this build: move the tensor with .cpu()");
-}
-
-void inplace_binary(Tensor& self, const Tensor& other, kernels::cpu::BinaryOp op, double alpha,
+void inplace_binary(Tensor& self, const Tensor& other, kernels::BinaryOp op, double alpha,
                       const char* name) {
   check_inplace_allowed(name, self, &other);
   check_inplace_operand(name, self, other);
-  check_cpu(name, self);
   const Tensor o = other.dtype() == self.dtype() ? other : other.to(self.dtype());
   const auto L = make_loop<3>(self.shape(), {&self, &self, &o}, name);
-  kernels::cpu::binary(op, self.dtype(), L, self.raw_data(), self.raw_data(), o.raw_data(), alpha);
+  if (self.is_cuda()) {
+    cuda::DeviceGuard guard(self.device());
+    kernels::cuda::binary(op, self.dtype(), L, self.raw_data(), self.raw_data(), o.raw_data(), alpha);
+  } else {
+    kernels::cpu::binary(op, self.dtype(), L, self.raw_data(), self.raw_data(), o.raw_data(), alpha);
+  }
   self.bump_version();
+}
+
+// dst = src for two tensors on different devices. Bytes can only move between contiguous
+// buffers of one dtype, so: bring src to dst's dtype and a contiguous layout of dst's shape on
+// src's own device (nothing to do in the common case), move the bytes, and if dst itself is a
+// strided view, land them in a contiguous buffer on dst's device and copy from there.
+void copy_across_devices(Tensor& dst, const Tensor& src, bool non_blocking) {
+  NoGradGuard no_grad;
+  Tensor s = src.shape() == dst.shape() ? src : src.expand(dst.shape());
+  if (s.dtype() != dst.dtype() || !s.is_contiguous()) {
+    Tensor staged = empty(dst.shape(), TensorOptions(dst.dtype()).device(s.device()));
+    staged.copy_(s);
+    s = staged;
+  }
+  Tensor target = dst.is_contiguous() ? dst : empty(dst.shape(), TensorOptions(dst.dtype()).device(dst.device()));
+  // Asynchronous only from or to pinned host memory (PyTorch's rule): pageable memory could be
+  // reused by the host before the GPU has read it.
+  const bool host_pinned = (s.device().is_cpu() && s.storage()->pinned()) ||
+                           (target.device().is_cpu() && target.storage()->pinned());
+  cuda::copy_bytes(target.raw_data(), target.device(), s.raw_data(), s.device(),
+                   static_cast<size_t>(s.numel()) * s.element_size(), non_blocking && host_pinned);
+  if (!target.is_same(dst)) dst.copy_(target);
 }
 }  // namespace
 
@@ -247,15 +271,20 @@ Tensor Tensor::clone() const { return ember::clone(*this); }
 
 Tensor Tensor::to(DType dt) const { return dt == dtype() ? *this : to_dtype(*this, dt); }
 
-Tensor Tensor::to(Device d, bool /*non_blocking*/) const {
-  if (d.is_cuda() && d.index < 0) d.index = 0;
-  if (d == device()) return *this;
-  // Placing data on another device needs that device's allocator; without a CUDA backend (or
-  // without a GPU) allocator_for() raises a DeviceError explaining why.
-  Tensor out = empty(shape(), TensorOptions(dtype()).device(d));
+Tensor Tensor::to(Device d, bool non_blocking) const { return to_device(*this, d, non_blocking); }
+
+Tensor Tensor::pin_memory() const {
+  EMBER_CHECK_T(DeviceError, device().is_cpu(), "pin_memory: only host (cpu) tensors can be "
+                "pinned, this one is on ", device());
+  if (is_pinned()) return *this;
+  NoGradGuard no_grad;
+  Tensor out = empty(shape(), TensorOptions(dtype()).pinned_memory());
   out.copy_(*this);
+  if (requires_grad()) out.requires_grad_(true);
   return out;
 }
+
+bool Tensor::is_pinned() const { return storage()->pinned(); }
 
 Tensor Tensor::to(const TensorOptions& o) const { return to(o.dtype_).to(o.device_); }
 
@@ -308,44 +337,55 @@ Tensor Tensor::index_select(int64_t d, const Tensor& i) const { return ember::in
 
 Tensor& Tensor::fill_(double value) {
   check_inplace_allowed("fill_", *this);
-  check_cpu("fill_", *this);
   const auto L = make_loop<1>(shape(), {this}, "fill_");
-  kernels::cpu::fill(dtype(), L, raw_data(), value);
+  if (is_cuda()) {
+    cuda::DeviceGuard guard(device());
+    kernels::cuda::fill(dtype(), L, raw_data(), value);
+  } else {
+    kernels::cpu::fill(dtype(), L, raw_data(), value);
+  }
   bump_version();
   return *this;
 }
 
 Tensor& Tensor::zero_() { return fill_(0.0); }
 
-Tensor& Tensor::copy_(const Tensor& src) {
+Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   check_inplace_allowed("copy_", *this, &src);
   const Shape b = broadcast_shapes(shape(), src.shape(), "copy_");
   EMBER_CHECK(b == shape(), "copy_: source of shape ", shape_str(src.shape()),
               " cannot be broadcast to the destination shape ", shape_str(shape()));
-  EMBER_CHECK_T(DeviceError, device().is_cpu() && src.device().is_cpu(), "copy_: copying from ",
-                src.device(), " to ", device(), " needs ember's CUDA backend, which this build lacks");
-  const auto L = make_loop<2>(shape(), {this, &src}, "copy_");
-  kernels::cpu::copy(dtype(), src.dtype(), L, raw_data(), src.raw_data());
+  if (device() != src.device()) {
+    copy_across_devices(*this, src, non_blocking);
+  } else {
+    const auto L = make_loop<2>(shape(), {this, &src}, "copy_");
+    if (is_cuda()) {
+      cuda::DeviceGuard guard(device());
+      kernels::cuda::copy(dtype(), src.dtype(), L, raw_data(), src.raw_data());
+    } else {
+      kernels::cpu::copy(dtype(), src.dtype(), L, raw_data(), src.raw_data());
+    }
+  }
   bump_version();
   return *this;
 }
 
 Tensor& Tensor::add_(const Tensor& o, double alpha) {
-  inplace_binary(*this, o, kernels::cpu::BinaryOp::Add, alpha, "add_");
+  inplace_binary(*this, o, kernels::BinaryOp::Add, alpha, "add_");
   return *this;
 }
 Tensor& Tensor::add_(double v) { return add_(scalar_tensor(v, options())); }
 Tensor& Tensor::sub_(const Tensor& o, double alpha) {
-  inplace_binary(*this, o, kernels::cpu::BinaryOp::Sub, alpha, "sub_");
+  inplace_binary(*this, o, kernels::BinaryOp::Sub, alpha, "sub_");
   return *this;
 }
 Tensor& Tensor::mul_(const Tensor& o) {
-  inplace_binary(*this, o, kernels::cpu::BinaryOp::Mul, 1.0, "mul_");
+  inplace_binary(*this, o, kernels::BinaryOp::Mul, 1.0, "mul_");
   return *this;
 }
 Tensor& Tensor::mul_(double v) { return mul_(scalar_tensor(v, options())); }
 Tensor& Tensor::div_(const Tensor& o) {
-  inplace_binary(*this, o, kernels::cpu::BinaryOp::Div, 1.0, "div_");
+  inplace_binary(*this, o, kernels::BinaryOp::Div, 1.0, "div_");
   return *this;
 }
 Tensor& Tensor::div_(double v) { return div_(scalar_tensor(v, options())); }
@@ -358,10 +398,12 @@ Tensor empty(const Shape& shape, const TensorOptions& o) {
   }
   EMBER_CHECK(!o.requires_grad_ || is_floating(o.dtype_),
               "requires_grad: only float tensors can require gradients, not ", o.dtype_);
-  Device d = o.device_;
-  if (d.is_cuda() && d.index < 0) d.index = 0;
+  EMBER_CHECK_T(DeviceError, !o.pinned_ || o.device_.is_cpu(), "pinned_memory: pinned memory is "
+                "host memory, but the options ask for ", o.device_);
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(o.dtype_), d);
+  // The Storage resolves "cuda" to the current device and checks the index.
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(o.dtype_),
+                                            o.device_, o.pinned_);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = o.dtype_;
@@ -393,6 +435,15 @@ Tensor arange(double start, double end, double step, const TensorOptions& o) {
   EMBER_CHECK((end - start) / step >= 0, "arange: the range [", start, ", ", end,
               ") is empty or runs against step ", step);
   const auto n = static_cast<int64_t>(std::ceil((end - start) / step));
+  if (cuda::resolve(o.device_).is_cuda()) {  // computed in place on the GPU
+    TensorOptions no_grad = o;
+    no_grad.requires_grad_ = false;
+    Tensor t = empty({n}, no_grad);
+    cuda::DeviceGuard guard(t.device());
+    kernels::cuda::arange(t.dtype(), t.raw_data(), n, start, step);
+    if (o.requires_grad_) t.requires_grad_(true);
+    return t;
+  }
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + static_cast<double>(i) * step;
   return tensor(v, {n}, o);
@@ -407,39 +458,50 @@ Tensor linspace(double start, double end, int64_t steps, const TensorOptions& o)
 }
 
 namespace {
-// Random factories fill a host buffer and move it to the requested device.
+// Random factories fill the tensor where it lives: element i takes counter (offset + i) of the
+// generator's Philox stream on either device, so a seed gives the same numbers on CPU and GPU.
 template <typename Fill>
 Tensor random_tensor(const Shape& shape, const TensorOptions& o, const Fill& fill) {
-  TensorOptions host = o;
-  host.device_ = Device::cpu();
-  host.requires_grad_ = false;
-  Tensor t = empty(shape, host);
+  TensorOptions no_grad = o;
+  no_grad.requires_grad_ = false;
+  Tensor t = empty(shape, no_grad);
   Generator& g = default_generator();
-  fill(t, g.seed(), g.advance(static_cast<uint64_t>(t.numel())));
-  Tensor r = t.to(o.device_);
-  if (o.requires_grad_) r.requires_grad_(true);
-  return r;
+  const uint64_t seed = g.seed(), offset = g.advance(static_cast<uint64_t>(t.numel()));
+  if (t.is_cuda()) {
+    cuda::DeviceGuard guard(t.device());
+    fill(t, seed, offset, true);
+  } else {
+    fill(t, seed, offset, false);
+  }
+  if (o.requires_grad_) t.requires_grad_(true);
+  return t;
 }
 }  // namespace
 
 Tensor rand(const Shape& shape, const TensorOptions& o) {
-  return random_tensor(shape, o, [](Tensor& t, uint64_t seed, uint64_t off) {
-    kernels::cpu::uniform(t.dtype(), t.raw_data(), t.numel(), seed, off, 0.0, 1.0);
+  return random_tensor(shape, o, [](Tensor& t, uint64_t seed, uint64_t off, bool gpu) {
+    if (gpu) kernels::cuda::uniform(t.dtype(), t.raw_data(), t.numel(), seed, off, 0.0, 1.0);
+    else kernels::cpu::uniform(t.dtype(), t.raw_data(), t.numel(), seed, off, 0.0, 1.0);
   });
 }
 
 Tensor randn(const Shape& shape, const TensorOptions& o) {
-  return random_tensor(shape, o, [](Tensor& t, uint64_t seed, uint64_t off) {
-    kernels::cpu::normal(t.dtype(), t.raw_data(), t.numel(), seed, off, 0.0, 1.0);
+  return random_tensor(shape, o, [](Tensor& t, uint64_t seed, uint64_t off, bool gpu) {
+    if (gpu) kernels::cuda::normal(t.dtype(), t.raw_data(), t.numel(), seed, off, 0.0, 1.0);
+    else kernels::cpu::normal(t.dtype(), t.raw_data(), t.numel(), seed, off, 0.0, 1.0);
   });
 }
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& o) {
   EMBER_CHECK(high > low, "randint: high (", high, ") must be greater than low (", low, ")");
-  Tensor t = random_tensor(shape, TensorOptions(kInt64), [&](Tensor& x, uint64_t seed, uint64_t off) {
-    kernels::cpu::randint(x.data_ptr<int64_t>(), x.numel(), seed, off, low, high);
+  TensorOptions as_int64 = o;
+  as_int64.dtype_ = kInt64;
+  as_int64.requires_grad_ = false;
+  Tensor t = random_tensor(shape, as_int64, [&](Tensor& x, uint64_t seed, uint64_t off, bool gpu) {
+    if (gpu) kernels::cuda::randint(x.data_ptr<int64_t>(), x.numel(), seed, off, low, high);
+    else kernels::cpu::randint(x.data_ptr<int64_t>(), x.numel(), seed, off, low, high);
   });
-  return t.to(o.dtype_).to(o.device_);
+  return t.to(o.dtype_);
 }
 
 // Fisher-Yates driven by Philox: the swap partner of position i comes from counter offset + i.

@@ -35,6 +35,7 @@ struct TensorOptions {
   DType dtype_ = DType::Float32;
   Device device_ = default_device();
   bool requires_grad_ = false;
+  bool pinned_ = false;  // page-locked host memory (cpu only; needs CUDA)
 
   TensorOptions() = default;
   TensorOptions(DType d) : dtype_(d) {}   // NOLINT(google-explicit-constructor)
@@ -44,6 +45,7 @@ struct TensorOptions {
   TensorOptions& dtype(DType d) { dtype_ = d; return *this; }
   TensorOptions& device(Device d) { device_ = d; return *this; }
   TensorOptions& requires_grad(bool r = true) { requires_grad_ = r; return *this; }
+  TensorOptions& pinned_memory(bool p = true) { pinned_ = p; return *this; }
 };
 
 struct TensorImpl {
@@ -145,10 +147,21 @@ class Tensor {
 
   // ---- conversions ------------------------------------------------------------------------
   Tensor to(DType dtype) const;
+  // A copy on `device` (this tensor when already there), differentiable like PyTorch's .to().
+  // non_blocking: see copy_; to("cpu", true) from a GPU lands in pinned memory.
   Tensor to(Device device, bool non_blocking = false) const;
+  // x.to("cuda:0"): a device string (a bare string would also fit TensorOptions).
+  Tensor to(const char* device, bool non_blocking = false) const {
+    return to(Device(device), non_blocking);
+  }
   Tensor to(const TensorOptions& options) const;
   Tensor cpu() const { return to(Device::cpu()); }
   Tensor cuda(int index = -1) const { return to(Device::cuda(index)); }
+  // A copy in page-locked ("pinned") host memory, from which .to(cuda, non_blocking=true)
+  // returns at once and the copy overlaps with the GPU's work (DataLoader's pin_memory).
+  // Needs a CUDA build and a GPU; a tensor that is already pinned is returned as is.
+  Tensor pin_memory() const;
+  bool is_pinned() const;
 
   // ---- factories that keep dtype and device (seed 004: new_* and *_like) -------------------
   Tensor new_zeros(const Shape& shape) const;
@@ -195,7 +208,10 @@ class Tensor {
   //      NoGradGuard — as optimizer steps are) --------------------------------------------------
   Tensor& zero_();
   Tensor& fill_(double value);
-  Tensor& copy_(const Tensor& src);
+  // Copies src's values (broadcast to this shape, converted to this dtype) from any device.
+  // non_blocking: a host <-> GPU copy may return before it finishes when the host side is
+  // pinned memory; otherwise (and for pageable memory) the copy has finished on return.
+  Tensor& copy_(const Tensor& src, bool non_blocking = false);
   Tensor& add_(const Tensor& other, double alpha = 1.0);
   Tensor& add_(double value);
   Tensor& sub_(const Tensor& other, double alpha = 1.0);

@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "core/autograd/grad_mode.h"
+#include "core/cuda.h"
 #include "core/error.h"
 #include "core/ops.h"
 #include "kernels/philox.h"
@@ -67,6 +68,7 @@ struct DataLoader::Epoch {
   std::shared_ptr<const Dataset> dataset;
   Tensor order;  // int64 [N]: the sample order
   int64_t batch_size = 1;
+  bool pin_memory = false;
   int64_t num_batches = 0;
   bool prefetch = true;
 
@@ -96,7 +98,14 @@ struct DataLoader::Epoch {
     NoGradGuard no_grad;
     const int64_t start = k * batch_size;
     const int64_t len = std::min(batch_size, order.size(0) - start);
-    return dataset->get_batch(order.narrow(0, start, len));
+    Batch b = dataset->get_batch(order.narrow(0, start, len));
+    if (pin_memory) {
+      // Pinned on the worker thread, so the training loop's .to(cuda, non_blocking) can return
+      // at once and the copy overlaps with the GPU's work on the previous batch.
+      if (b.data.defined() && b.data.device().is_cpu()) b.data = b.data.pin_memory();
+      if (b.target.defined() && b.target.device().is_cpu()) b.target = b.target.pin_memory();
+    }
+    return b;
   }
 
   void run_worker() {
@@ -196,6 +205,9 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   EMBER_CHECK(dataset_ != nullptr, "DataLoader: got a null dataset");
   EMBER_CHECK(options_.batch_size >= 1, "DataLoader: batch_size must be at least 1, got ",
               options_.batch_size);
+  EMBER_CHECK_T(DeviceError, !options_.pin_memory || cuda::is_available(), "DataLoader: "
+                "pin_memory needs a usable CUDA device (", cuda::unavailable_reason(),
+                "); set pin_memory = cuda::is_available()");
 }
 
 DataLoader::~DataLoader() {
@@ -234,6 +246,7 @@ DataLoader::Iterator DataLoader::begin() {
   e->batch_size = options_.batch_size;
   e->num_batches = size();
   e->prefetch = options_.prefetch;
+  e->pin_memory = options_.pin_memory;
   current_ = e;
   e->start();
   return Iterator(std::move(e));

@@ -35,6 +35,9 @@ struct DataLoaderOptions {
   bool drop_last = false;  // skip a last batch smaller than batch_size
   uint64_t seed = 0;       // the shuffle order of epoch e is a function of (seed, e)
   bool prefetch = true;    // prepare the next batches on a background thread
+  // Put each batch in pinned (page-locked) host memory, so that batch.data.to(cuda, true)
+  // copies asynchronously (PyTorch's pin_memory=True). Needs a usable GPU.
+  bool pin_memory = false;
 };
 
 // The sample order a shuffled epoch uses: a permutation of 0..n-1 (int64 [n]) drawn by

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "kernels/host_device.h"
+
 namespace ember::kernels {
 
 constexpr int kMaxDims = 12;
@@ -30,5 +32,20 @@ struct StridedLoop {
     return true;
   }
 };
+
+// The offsets (in elements, one per operand) of the i-th element of the loop in row-major
+// order, i in [0, numel). This is how a CUDA thread that owns element i finds its operands:
+// peel the coordinates off i from the innermost dimension outwards (i % size, i / size) and
+// dot them with each operand's strides. The CPU tests check it against a nested-loop walk.
+template <int N>
+EMBER_HOST_DEVICE inline void loop_offsets(const StridedLoop<N>& L, int64_t i, int64_t off[N]) {
+  for (int k = 0; k < N; ++k) off[k] = 0;
+  for (int d = L.ndim - 1; d >= 0; --d) {
+    const int64_t size = L.shape[d];
+    const int64_t c = i % size;
+    i /= size;
+    for (int k = 0; k < N; ++k) off[k] += c * L.strides[k][d];
+  }
+}
 
 }  // namespace ember::kernels

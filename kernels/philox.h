@@ -9,11 +9,7 @@
 
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define EMBER_HOST_DEVICE __host__ __device__
-#else
-#define EMBER_HOST_DEVICE
-#endif
+#include "kernels/host_device.h"
 
 namespace ember::kernels {
 

@@ -5,7 +5,9 @@
 #include "core/autograd/grad_mode.h"
 #include "core/error.h"
 #include "core/ops.h"
+#include "core/cuda.h"
 #include "kernels/cpu/optim.h"
+#include "kernels/cuda/optim.h"
 
 namespace ember::optim {
 
@@ -52,8 +54,23 @@ AdamOptions Adam::options() const {
   return o;
 }
 
+namespace {
+// CUDA parameters that share dtype, device and step count are updated together by one
+// multi-tensor launch (kernels/cuda/optim.h): the per-parameter launches would dominate a small
+// model's step on the GPU.
+struct CudaAdamGroup {
+  DType dtype;
+  Device device;
+  int64_t step;
+  kernels::cuda::ParamList list;
+  std::vector<void*> exp_avgs, exp_avg_sqs, max_exp_avg_sqs;
+  std::vector<Tensor> touched;  // version counters to bump after the launch
+};
+}  // namespace
+
 void Adam::step() {
   NoGradGuard no_grad;
+  std::vector<CudaAdamGroup> groups;
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor g = grad_for_step(i);
     if (!g.defined()) continue;  // not reached by backward: PyTorch skips it too
@@ -75,20 +92,44 @@ void Adam::step() {
     const double step_size = lr_ / bias_correction1;
     const double bias_correction2_sqrt = std::sqrt(bias_correction2);
 
-    const bool fusable = options_.fused && p.device().is_cpu() && p.is_contiguous() &&
+    const bool fusable = options_.fused && p.is_contiguous() &&
                          g.is_contiguous() && st.exp_avg.is_contiguous() &&
                          st.exp_avg_sq.is_contiguous() &&
                          (!options_.amsgrad || st.max_exp_avg_sq.is_contiguous());
-    if (fusable) {
+    if (fusable && p.is_cuda()) {
+      CudaAdamGroup* grp = nullptr;
+      for (CudaAdamGroup& c : groups)
+        if (c.dtype == p.dtype() && c.device == p.device() && c.step == st.step) grp = &c;
+      if (!grp) {
+        groups.push_back(CudaAdamGroup{p.dtype(), p.device(), st.step, {}, {}, {}, {}, {}});
+        grp = &groups.back();
+      }
+      grp->list.params.push_back(p.raw_data());
+      grp->list.grads.push_back(g.raw_data());
+      grp->list.sizes.push_back(p.numel());
+      grp->exp_avgs.push_back(st.exp_avg.raw_data());
+      grp->exp_avg_sqs.push_back(st.exp_avg_sq.raw_data());
+      if (options_.amsgrad) grp->max_exp_avg_sqs.push_back(st.max_exp_avg_sq.raw_data());
+      grp->touched.insert(grp->touched.end(), {p, st.exp_avg, st.exp_avg_sq});
+      if (options_.amsgrad) grp->touched.push_back(st.max_exp_avg_sq);
+    } else if (fusable) {
       update_fused(p, g, st, step_size, bias_correction2_sqrt);
     } else {
       update_with_tensor_ops(p, g, st, step_size, bias_correction2_sqrt);
     }
   }
+  for (CudaAdamGroup& grp : groups) {
+    const double t = static_cast<double>(grp.step);
+    kernels::cuda::AdamStep s = kernel_step(std::sqrt(1.0 - std::pow(options_.beta2, t)),
+                                            lr_ / (1.0 - std::pow(options_.beta1, t)));
+    cuda::DeviceGuard guard(grp.device);
+    kernels::cuda::adam_step(grp.dtype, grp.list, grp.exp_avgs, grp.exp_avg_sqs,
+                             grp.max_exp_avg_sqs, s);
+    for (Tensor& x : grp.touched) x.bump_version();
+  }
 }
 
-void Adam::update_fused(Tensor& p, const Tensor& g, AdamState& st, double step_size,
-                        double bias_correction2_sqrt) {
+kernels::cpu::AdamStep Adam::kernel_step(double bias_correction2_sqrt, double step_size) const {
   kernels::cpu::AdamStep s;
   s.lr = lr_;
   s.beta1 = options_.beta1;
@@ -98,6 +139,12 @@ void Adam::update_fused(Tensor& p, const Tensor& g, AdamState& st, double step_s
   s.decoupled_weight_decay = decoupled_;
   s.bias_correction2_sqrt = bias_correction2_sqrt;
   s.step_size = step_size;
+  return s;
+}
+
+void Adam::update_fused(Tensor& p, const Tensor& g, AdamState& st, double step_size,
+                        double bias_correction2_sqrt) {
+  const kernels::cpu::AdamStep s = kernel_step(bias_correction2_sqrt, step_size);
   kernels::cpu::adam_step(p.dtype(), p.numel(), p.raw_data(), g.raw_data(),
                           st.exp_avg.raw_data(), st.exp_avg_sq.raw_data(),
                           options_.amsgrad ? st.max_exp_avg_sq.raw_data() : nullptr, s);

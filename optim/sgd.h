@@ -16,6 +16,7 @@
 
 #include <vector>
 
+#include "kernels/cpu/optim.h"
 #include "optim/optimizer.h"
 
 namespace ember::optim {
@@ -26,8 +27,9 @@ struct SGDOptions {
   double dampening = 0.0;
   double weight_decay = 0.0;
   bool nesterov = false;  // needs momentum > 0 and dampening == 0
-  // Update contiguous CPU parameters with the one-pass kernel of kernels/cpu/optim.h (same
-  // numbers, fewer passes over memory). false: always tensor ops, the path every device takes.
+  // Update contiguous parameters with the one-pass kernels (same numbers, fewer passes over
+  // memory): kernels/cpu/optim.h on the CPU, one multi-tensor launch for all parameters on a
+  // GPU (kernels/cuda/optim.h). false: always tensor ops.
   bool fused = true;
 };
 
@@ -44,6 +46,7 @@ class SGD final : public Optimizer {
 
  private:
   void update_fused(Tensor& p, const Tensor& g, Tensor& buf);
+  kernels::cpu::SGDStep kernel_step(bool first_step) const;
   void update_with_tensor_ops(Tensor& p, const Tensor& g, Tensor& buf);
 
   SGDOptions options_;

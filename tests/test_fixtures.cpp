@@ -452,6 +452,9 @@ const std::map<std::string, OpCall>& dispatch() {
       {"to_dtype", [](const Inputs& x, const Args& a) {
          return Outputs{to_dtype(x[0], dtype_from_name(a.one("dtype")))};
        }},
+      {"to_device", [](const Inputs& x, const Args& a) {
+         return Outputs{to_device(x[0], Device(a.one("device")))};
+       }},
   };
   return table;
 }

@@ -285,7 +285,8 @@ TEST_CASE("cross_entropy: reductions, weights and ignore_index as in PyTorch", "
 TEST_CASE("cross_entropy: errors say what is wrong", "[cross_entropy][errors]") {
   const Tensor logits = zeros({5, 10});
   CHECK(error_of([&] { cross_entropy(logits, tensor({1, 2, 3, 12, 4}, kInt64)); }) ==
-        "cross_entropy: target[3] = 12 is out of range for 10 classes");
+        "cross_entropy: target[3] = 12 is out of range for 10 classes (valid: 0 to 9, or "
+            "ignore_index -100)");
   CHECK_THAT(error_of([&] { cross_entropy(logits, tensor({1, -1, 3, 2, 4}, kInt64)); }),
              Contains("target[1] = -1 is out of range"));
   CHECK_THAT(error_of([&] { cross_entropy(logits, tensor({1, 2, 3, 4, 5})); }),

@@ -199,7 +199,7 @@ TEST_CASE("devices: parsing and the CPU-only situation", "[device]") {
     try {
       ones({2}).cuda();
     } catch (const DeviceError& e) {
-      CHECK_THAT(e.what(), Contains("cuda:0") && Contains("cpu"));
+      CHECK_THAT(e.what(), Contains("cuda") && Contains("cpu"));
     }
   }
 }

@@ -5,6 +5,7 @@
 // Shapes    unchanged.
 // Saved     a.
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Abs), unary(Sign) in backward.
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 
 namespace ember {
@@ -15,14 +16,14 @@ struct AbsBackward final : ops::Node {
   std::string name() const override { return "AbsBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
     const Tensor x = a.unpack(*this, "self");
-    return {mul(g, ops::unary_forward(kernels::cpu::UnaryOp::Sign, x, "abs backward"))};
+    return {mul(g, ops::unary_forward(kernels::UnaryOp::Sign, x, "abs backward"))};
   }
   void release_saved() override { a.reset(); }
 };
 }  // namespace
 
 Tensor abs(const Tensor& a) {
-  Tensor out = ops::unary_forward(kernels::cpu::UnaryOp::Abs, a, "abs");
+  Tensor out = ops::unary_forward(kernels::UnaryOp::Abs, a, "abs");
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<AbsBackward>();
     node->a = ops::SavedTensor(a);

@@ -8,6 +8,7 @@
 // Shapes    broadcast(a.shape, b.shape); a, b same dtype and device.
 // Saved     nothing (only the input shapes, which every Node keeps).
 // Kernels   CPU: kernels/cpu/elementwise.cpp binary(Add).
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 
 namespace ember {
@@ -23,7 +24,7 @@ struct AddBackward final : ops::Node {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  Tensor out = ops::binary_forward(kernels::cpu::BinaryOp::Add, a, b, "add");
+  Tensor out = ops::binary_forward(kernels::BinaryOp::Add, a, b, "add");
   if (autograd::grad_needed({&a, &b})) autograd::connect(std::make_shared<AddBackward>(), out, {&a, &b});
   return out;
 }

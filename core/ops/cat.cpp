@@ -11,6 +11,7 @@
 // Saved     d and each input's size in d.
 // Kernels   CPU: kernels/cpu/elementwise.cpp copy, once per input, from the input (any layout)
 //           into its window of the freshly allocated output.
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 
 namespace ember {
@@ -64,7 +65,6 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
               "or unsqueeze(0) each tensor");
   const int64_t d = wrap_dim(dim, first.dim(), "cat");
   check_cat_inputs(tensors, d);
-  ops::check_cpu("cat", first);
 
   Shape out_shape = first.shape();
   out_shape[d] = 0;
@@ -78,8 +78,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   for (const Tensor& t : tensors) {
     const int64_t n = t.shape()[d];
     const Tensor window = narrow(out, d, offset, n);
-    const auto L = make_loop<2>(t.shape(), {&window, &t}, "cat");
-    kernels::cpu::copy(out.dtype(), t.dtype(), L, window.raw_data(), t.raw_data());
+    ops::copy_values(window, t, "cat");
     offset += n;
   }
 

@@ -19,7 +19,7 @@ inline void check_defined(const char* op, const Tensor& t, const char* what = "i
   EMBER_CHECK(t.defined(), op, ": ", what, " is an undefined tensor");
 }
 
-// "add: tensor a is on cuda:0 but b is on cpu: move one with .to()".
+// "add: tensors on different devices (cuda:0 and cpu): move one with .to(cuda:0)".
 inline void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
   EMBER_CHECK_T(DeviceError, a.device() == b.device(), op, ": tensors on different devices (",
                 a.device(), " and ", b.device(), "): move one with .to(", a.device(), ")");
@@ -36,13 +36,6 @@ inline void check_float(const char* op, const Tensor& t) {
               t.dtype(), " (convert with .to(ember::kFloat32))");
 }
 
-// The CUDA kernels arrive with the CUDA backend; until then a CUDA tensor cannot reach an op
-// (no CUDA allocator is registered), but keep the error explicit.
-inline void check_cpu(const char* op, const Tensor& t) {
-  EMBER_CHECK_T(DeviceError, t.device().is_cpu(), op, ": no ", t.device(),
-                " kernel in this build: move the tensor with .cpu()");
-}
-
 // A fresh contiguous output with `like`'s dtype and device.
 inline Tensor new_output(const Shape& shape, const Tensor& like) {
   return empty(shape, like.options());
@@ -52,10 +45,19 @@ inline Tensor new_output(const Shape& shape, const Tensor& like, DType dtype) {
 }
 
 // out = op(a), elementwise, same shape.
-Tensor unary_forward(kernels::cpu::UnaryOp op, const Tensor& a, const char* name, double param = 0.0);
+Tensor unary_forward(kernels::UnaryOp op, const Tensor& a, const char* name, double param = 0.0);
 // out = a (op) b with broadcasting; a and b must share dtype and device.
-Tensor binary_forward(kernels::cpu::BinaryOp op, const Tensor& a, const Tensor& b, const char* name,
+Tensor binary_forward(kernels::BinaryOp op, const Tensor& a, const Tensor& b, const char* name,
                       double alpha = 1.0);
+
+// dst = src elementwise (same shape, same device; src converted to dst's dtype) with the copy
+// kernel of their device. Unlike Tensor::copy_ it does not refuse a src that requires grad:
+// op cards use it inside their own forward, where the op's node is the record.
+void copy_values(const Tensor& dst, const Tensor& src, const char* op);
+
+// Position (row-major) of the first value of a contiguous int64 `index` outside [0, size), or
+// -1. On a GPU this waits for the device: the host needs the answer to raise a clear error.
+int64_t first_out_of_range(const Tensor& index, int64_t size);
 
 // A scalar as a 0-d tensor of t's dtype and device (so `x * 2.0` broadcasts).
 inline Tensor scalar_like(double v, const Tensor& t) { return scalar_tensor(v, t.options()); }

@@ -9,48 +9,55 @@
 //           the output is kBool.
 // Saved     nothing.
 // Kernels   CPU: kernels/cpu/elementwise.cpp compare.
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
+#include "core/cuda.h"
 #include "core/ops/common.h"
+#include "kernels/cuda/elementwise.h"
 
 namespace ember {
 
 namespace {
-Tensor compare_forward(kernels::cpu::CompareOp op, const Tensor& a, const Tensor& b,
+Tensor compare_forward(kernels::CompareOp op, const Tensor& a, const Tensor& b,
                        const char* name) {
   ops::check_defined(name, a, "first operand");
   ops::check_defined(name, b, "second operand");
   ops::check_same_device(name, a, b);
   ops::check_same_dtype(name, a, b);
-  ops::check_cpu(name, a);
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor out = ops::new_output(shape, a, kBool);
   const auto L = make_loop<3>(shape, {&out, &a, &b}, name);
-  kernels::cpu::compare(op, a.dtype(), L, out.data_ptr<bool>(), a.raw_data(), b.raw_data());
+  if (a.is_cuda()) {
+    cuda::DeviceGuard guard(a.device());
+    kernels::cuda::compare(op, a.dtype(), L, out.data_ptr<bool>(), a.raw_data(), b.raw_data());
+  } else {
+    kernels::cpu::compare(op, a.dtype(), L, out.data_ptr<bool>(), a.raw_data(), b.raw_data());
+  }
   return out;
 }
 }  // namespace
 
 Tensor eq(const Tensor& a, const Tensor& b) {
-  return compare_forward(kernels::cpu::CompareOp::Eq, a, b, "eq");
+  return compare_forward(kernels::CompareOp::Eq, a, b, "eq");
 }
 
 Tensor ne(const Tensor& a, const Tensor& b) {
-  return compare_forward(kernels::cpu::CompareOp::Ne, a, b, "ne");
+  return compare_forward(kernels::CompareOp::Ne, a, b, "ne");
 }
 
 Tensor lt(const Tensor& a, const Tensor& b) {
-  return compare_forward(kernels::cpu::CompareOp::Lt, a, b, "lt");
+  return compare_forward(kernels::CompareOp::Lt, a, b, "lt");
 }
 
 Tensor le(const Tensor& a, const Tensor& b) {
-  return compare_forward(kernels::cpu::CompareOp::Le, a, b, "le");
+  return compare_forward(kernels::CompareOp::Le, a, b, "le");
 }
 
 Tensor gt(const Tensor& a, const Tensor& b) {
-  return compare_forward(kernels::cpu::CompareOp::Gt, a, b, "gt");
+  return compare_forward(kernels::CompareOp::Gt, a, b, "gt");
 }
 
 Tensor ge(const Tensor& a, const Tensor& b) {
-  return compare_forward(kernels::cpu::CompareOp::Ge, a, b, "ge");
+  return compare_forward(kernels::CompareOp::Ge, a, b, "ge");
 }
 
 }  // namespace ember

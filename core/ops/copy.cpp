@@ -1,12 +1,18 @@
-// Op card: contiguous, clone, to_dtype — copies of a tensor.
+// Op card: contiguous, clone, to_dtype, to_device — copies of a tensor.
 //
-// Math      out = a, in fresh row-major memory (to_dtype also converts each element).
-// Backward  dL/da = dL/dout (converted back to a's dtype for to_dtype).
+// Math      out = a, in fresh row-major memory (to_dtype also converts each element; to_device
+//           puts the copy on another device).
+// Backward  dL/da = dL/dout, converted back to a's dtype (to_dtype) or moved back to a's device
+//           (to_device): a copy is the identity, so only the place of the gradient changes.
 // Shapes    unchanged.
-// Saved     nothing.
+// Saved     nothing (to_device keeps a's device).
 // Kernels   CPU: kernels/cpu/elementwise.cpp copy (strided gather + cast; memcpy when both sides
-//           are contiguous and of one dtype).
+//           are contiguous and of one dtype). CUDA: kernels/cuda/elementwise.cu copy.
+//           Between devices: Tensor::copy_ (core/tensor.cpp) moves contiguous bytes with
+//           cuda::copy_bytes (kernels/cuda/runtime.cu, cudaMemcpyAsync).
+#include "core/cuda.h"
 #include "core/ops/common.h"
+#include "kernels/cuda/elementwise.h"
 
 namespace ember {
 
@@ -17,12 +23,22 @@ struct CopyBackward final : ops::Node {
   std::vector<Tensor> backward(const Tensor& g) override { return {g.to(input_dtypes[0])}; }
 };
 
+struct ToDeviceBackward final : ops::Node {
+  Device source;
+  std::string name() const override { return "ToDeviceBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override { return {g.to(source)}; }
+};
+
 Tensor copy_as(const Tensor& a, DType dtype, const char* label, const char* op) {
   ops::check_defined(op, a);
-  ops::check_cpu(op, a);
   Tensor out = ops::new_output(a.shape(), a, dtype);
   const auto L = make_loop<2>(a.shape(), {&out, &a}, op);
-  kernels::cpu::copy(dtype, a.dtype(), L, out.raw_data(), a.raw_data());
+  if (a.is_cuda()) {
+    cuda::DeviceGuard guard(a.device());
+    kernels::cuda::copy(dtype, a.dtype(), L, out.raw_data(), a.raw_data());
+  } else {
+    kernels::cpu::copy(dtype, a.dtype(), L, out.raw_data(), a.raw_data());
+  }
   // Converting to an integer or bool dtype ends the graph there (no gradient flows through
   // rounding), as in PyTorch.
   if (is_floating(dtype) && autograd::grad_needed({&a})) {
@@ -46,6 +62,26 @@ Tensor to_dtype(const Tensor& a, DType dtype) {
   ops::check_defined("to", a);
   if (a.dtype() == dtype) return a;
   return copy_as(a, dtype, "ToDtypeBackward", "to");
+}
+
+Tensor to_device(const Tensor& a, Device device, bool non_blocking) {
+  ops::check_defined("to", a);
+  const Device d = cuda::resolve(device);
+  if (d == a.device()) return a;
+  Tensor out;
+  {
+    NoGradGuard no_grad;  // the copy itself is not recorded; the edge is added below
+    // A non-blocking copy to the host lands in pinned memory, or it could not be asynchronous.
+    const bool pinned = non_blocking && d.is_cpu();
+    out = empty(a.shape(), TensorOptions(a.dtype()).device(d).pinned_memory(pinned));
+    out.copy_(a, non_blocking);
+  }
+  if (autograd::grad_needed({&a})) {
+    auto node = std::make_shared<ToDeviceBackward>();
+    node->source = a.device();
+    autograd::connect(node, out, {&a});
+  }
+  return out;
 }
 
 }  // namespace ember

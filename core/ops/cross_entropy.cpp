@@ -16,8 +16,12 @@
 //           weight [C] (optional); also logits [C] with a 0-d target (one sample), as PyTorch.
 // Saved     logits, target, weight (contiguous), lse [N], and the divisor of the mean.
 // Kernels   CPU: kernels/cpu/cross_entropy.cpp cross_entropy_forward, cross_entropy_backward.
+//           CUDA: kernels/cuda/cross_entropy.cu (the mean's divisor stays on the device).
+#include "core/cuda.h"
 #include "core/ops/common.h"
 #include "kernels/cpu/cross_entropy.h"
+#include "kernels/cuda/cross_entropy.h"
+#include "kernels/cuda/index.h"
 
 namespace ember {
 
@@ -26,7 +30,8 @@ struct CrossEntropyBackward final : ops::Node {
   ops::SavedTensor logits, target, weight, lse;
   Reduction reduction = Reduction::Mean;
   int64_t ignore_index = -100;
-  double scale = 1.0;  // 1 / sum of weights for Mean, else 1
+  double scale = 1.0;  // 1 / sum of weights for Mean, else 1 (CPU)
+  Tensor divisor;      // CUDA, Mean: the 0-d sum of weights, left on the device
   std::string name() const override { return "CrossEntropyBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
     const Tensor x = logits.unpack(*this, "logits");
@@ -38,9 +43,18 @@ struct CrossEntropyBackward final : ops::Node {
     // Reduction::None sends one gradient per row; Sum and Mean one for all rows (stride 0).
     const int64_t grad_stride = reduction == Reduction::None ? 1 : 0;
     const void* wp = w.defined() ? w.raw_data() : nullptr;
-    kernels::cpu::cross_entropy_backward(x.dtype(), x.size(0), x.size(1), x.raw_data(),
-                                         t.data_ptr<int64_t>(), wp, ignore_index, l.raw_data(),
-                                         gc.raw_data(), grad_stride, scale, gx.raw_data());
+    if (x.is_cuda()) {
+      cuda::DeviceGuard guard(x.device());
+      kernels::cuda::cross_entropy_backward(x.dtype(), x.size(0), x.size(1), x.raw_data(),
+                                            t.data_ptr<int64_t>(), wp, ignore_index, l.raw_data(),
+                                            gc.raw_data(), grad_stride,
+                                            divisor.defined() ? divisor.raw_data() : nullptr,
+                                            gx.raw_data());
+    } else {
+      kernels::cpu::cross_entropy_backward(x.dtype(), x.size(0), x.size(1), x.raw_data(),
+                                           t.data_ptr<int64_t>(), wp, ignore_index, l.raw_data(),
+                                           gc.raw_data(), grad_stride, scale, gx.raw_data());
+    }
     return {gx};
   }
   void release_saved() override {
@@ -48,6 +62,7 @@ struct CrossEntropyBackward final : ops::Node {
     target.reset();
     weight.reset();
     lse.reset();
+    divisor = Tensor();
   }
 };
 }  // namespace
@@ -69,7 +84,6 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
   EMBER_CHECK(logits.dim() == 2, "cross_entropy: logits must be [N, C] (or [C] with a 0-d "
               "target), got shape ", shape_str(logits.shape()), ": flatten the extra dims first");
   ops::check_float(op, logits);
-  ops::check_cpu(op, logits);
   ops::check_same_device(op, logits, target);
   EMBER_CHECK(target.dtype() == kInt64, "cross_entropy: target must hold int64 class indices, "
               "got ", target.dtype(), " (convert with .to(ember::kInt64))");
@@ -90,28 +104,58 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
 
   const Tensor t = target.detach().contiguous();
   // Checked here, before the multi-threaded kernel, so the message can name the bad entry.
-  const int64_t* tv = t.data_ptr<int64_t>();
-  for (int64_t i = 0; i < N; ++i) {
-    EMBER_CHECK(tv[i] == ignore_index || (tv[i] >= 0 && tv[i] < C), "cross_entropy: target[", i,
-                "] = ", tv[i], " is out of range for ", C, " classes");
+  // (On a GPU this waits for the device; a kernel must not read out of bounds.)
+  int64_t bad = -1;
+  if (t.is_cuda()) {
+    cuda::DeviceGuard guard(t.device());
+    bad = kernels::cuda::first_out_of_range(t.data_ptr<int64_t>(), N, C, true, ignore_index);
+  } else {
+    const int64_t* tv = t.data_ptr<int64_t>();
+    for (int64_t i = 0; i < N && bad < 0; ++i)
+      if (tv[i] != ignore_index && (tv[i] < 0 || tv[i] >= C)) bad = i;
+  }
+  if (bad >= 0) {
+    throw ValueError(detail::concat("cross_entropy: target[", bad, "] = ", t[bad].item<int64_t>(),
+                                    " is out of range for ", C, " classes (valid: 0 to ", C - 1,
+                                    ", or ignore_index ", ignore_index, ")"));
   }
   const Tensor x = logits.detach().contiguous();
   const Tensor w = weight.defined() ? weight.detach().contiguous() : Tensor();
+  const void* wp = w.defined() ? w.raw_data() : nullptr;
   Tensor loss = ops::new_output({N}, logits);
   Tensor lse = ops::new_output({N}, logits);
-  const kernels::cpu::CrossEntropySums sums = kernels::cpu::cross_entropy_forward(
-      x.dtype(), N, C, x.raw_data(), tv, w.defined() ? w.raw_data() : nullptr, ignore_index,
-      loss.raw_data(), lse.raw_data());
 
   Tensor out;
   double scale = 1.0;
-  switch (reduction) {
-    case Reduction::None: out = loss; break;
-    case Reduction::Sum: out = ops::scalar_like(sums.loss, logits); break;
-    case Reduction::Mean:
-      scale = 1.0 / sums.weight;
-      out = ops::scalar_like(sums.loss / sums.weight, logits);
-      break;
+  Tensor divisor;
+  if (x.is_cuda()) {
+    // The reduction stays on the GPU: the host never waits for the loss value.
+    cuda::DeviceGuard guard(x.device());
+    // kernels/cuda/cross_entropy.h numbers the reductions 0 none, 1 sum, 2 mean.
+    const int red = reduction == Reduction::None ? 0 : reduction == Reduction::Sum ? 1 : 2;
+    Tensor weight_sum;
+    if (reduction != Reduction::None) {
+      out = ops::new_output({}, logits);
+      weight_sum = ops::new_output({}, logits);
+    }
+    kernels::cuda::cross_entropy_forward(
+        x.dtype(), N, C, x.raw_data(), t.data_ptr<int64_t>(), wp, ignore_index, loss.raw_data(),
+        lse.raw_data(), red, out.defined() ? out.raw_data() : nullptr,
+        weight_sum.defined() ? weight_sum.raw_data() : nullptr);
+    if (reduction == Reduction::None) out = loss;
+    if (reduction == Reduction::Mean) divisor = weight_sum;
+  } else {
+    const kernels::cpu::CrossEntropySums sums = kernels::cpu::cross_entropy_forward(
+        x.dtype(), N, C, x.raw_data(), t.data_ptr<int64_t>(), wp, ignore_index, loss.raw_data(),
+        lse.raw_data());
+    switch (reduction) {
+      case Reduction::None: out = loss; break;
+      case Reduction::Sum: out = ops::scalar_like(sums.loss, logits); break;
+      case Reduction::Mean:
+        scale = 1.0 / sums.weight;
+        out = ops::scalar_like(sums.loss / sums.weight, logits);
+        break;
+    }
   }
   if (autograd::grad_needed({&logits})) {
     auto node = std::make_shared<CrossEntropyBackward>();
@@ -122,6 +166,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
     node->reduction = reduction;
     node->ignore_index = ignore_index;
     node->scale = scale;
+    node->divisor = divisor;
     autograd::connect(node, out, {&logits});
   }
   return out;

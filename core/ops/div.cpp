@@ -6,6 +6,7 @@
 // Shapes    broadcast(a.shape, b.shape); a, b same dtype and device.
 // Saved     b, and a (only if b needs a gradient).
 // Kernels   CPU: kernels/cpu/elementwise.cpp binary(Div).
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 
 namespace ember {
@@ -29,7 +30,7 @@ struct DivBackward final : ops::Node {
 }  // namespace
 
 Tensor div(const Tensor& a, const Tensor& b) {
-  Tensor out = ops::binary_forward(kernels::cpu::BinaryOp::Div, a, b, "div");
+  Tensor out = ops::binary_forward(kernels::BinaryOp::Div, a, b, "div");
   if (autograd::grad_needed({&a, &b})) {
     auto node = std::make_shared<DivBackward>();
     node->b = ops::SavedTensor(b);

@@ -5,6 +5,7 @@
 // Shapes    unchanged.
 // Saved     out.
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Exp) (Eigen's vectorized exp when contiguous).
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 
 namespace ember {
@@ -21,7 +22,7 @@ struct ExpBackward final : ops::Node {
 Tensor exp(const Tensor& a) {
   ops::check_defined("exp", a);
   ops::check_float("exp", a);
-  Tensor out = ops::unary_forward(kernels::cpu::UnaryOp::Exp, a, "exp");
+  Tensor out = ops::unary_forward(kernels::UnaryOp::Exp, a, "exp");
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<ExpBackward>();
     node->out = ops::SavedTensor(out);

@@ -17,7 +17,10 @@
 // Saved     the index (int64, never differentiated) and d.
 // Kernels   CPU: kernels/cpu/index.cpp gather, scatter_add (line by line along d; scatter_add
 //           splits lines across threads, so repeated indices never race).
+//           CUDA: kernels/cuda/index.cu, the same functions; index checks wait for the GPU.
+#include "core/cuda.h"
 #include "core/ops/common.h"
+#include "kernels/cuda/index.h"
 #include "kernels/cpu/index.h"
 
 namespace ember {
@@ -29,7 +32,6 @@ int64_t check_index_args(const char* op, const Tensor& a, int64_t dim, const Ten
   ops::check_defined(op, a);
   ops::check_defined(op, index, "index");
   ops::check_same_device(op, a, index);
-  ops::check_cpu(op, a);
   EMBER_CHECK(index.dtype() == kInt64, op, ": index must be int64, got ", index.dtype(),
               " (convert with .to(ember::kInt64))");
   EMBER_CHECK(a.dim() > 0, op, ": cannot index a 0-d tensor: reshape it to [1] first");
@@ -49,15 +51,15 @@ int64_t check_index_args(const char* op, const Tensor& a, int64_t dim, const Ten
 // `index` contiguous: names the first bad value with its position, e.g.
 // "gather: index value 5 at position [1, 2] is out of range for dim 1 of size 4".
 void check_index_values(const char* op, const Tensor& index, int64_t d, int64_t size) {
-  const int64_t* ix = index.data_ptr<int64_t>();
-  const int64_t bad = kernels::cpu::first_out_of_range(ix, index.numel(), size);
+  const int64_t bad = ops::first_out_of_range(index, size);
   if (bad < 0) return;
+  const int64_t value = index.reshape({-1})[bad].item<int64_t>();
   Shape pos(index.dim());
   for (int64_t k = index.dim() - 1, rem = bad; k >= 0; --k) {
     pos[k] = rem % index.shape()[k];
     rem /= index.shape()[k];
   }
-  throw ValueError(detail::concat(op, ": index value ", ix[bad], " at position ", shape_str(pos),
+  throw ValueError(detail::concat(op, ": index value ", value, " at position ", shape_str(pos),
                                   " is out of range for dim ", d, " of size ", size,
                                   " (valid values: 0 to ", size - 1, ")"));
 }
@@ -132,8 +134,14 @@ Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
   check_index_values("gather", ix, d, a.shape()[d]);
   Tensor out = ops::new_output(ix.shape(), a);
   const Lines l = make_lines(out, ix, a, d, "gather");
-  kernels::cpu::gather(a.dtype(), l.loop, l.len, l.dim_stride, out.raw_data(),
-                       ix.data_ptr<int64_t>(), a.raw_data());
+  if (a.is_cuda()) {
+    cuda::DeviceGuard guard(a.device());
+    kernels::cuda::gather(a.dtype(), l.loop, l.len, l.dim_stride, out.raw_data(),
+                          ix.data_ptr<int64_t>(), a.raw_data());
+  } else {
+    kernels::cpu::gather(a.dtype(), l.loop, l.len, l.dim_stride, out.raw_data(),
+                         ix.data_ptr<int64_t>(), a.raw_data());
+  }
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<GatherBackward>();
     node->dim = d;
@@ -162,11 +170,16 @@ Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tens
 
   // out starts as a copy of a; the kernel then adds src into it in place.
   Tensor out = ops::new_output(a.shape(), a);
-  kernels::cpu::copy(a.dtype(), a.dtype(), make_loop<2>(a.shape(), {&out, &a}, "scatter_add"),
-                     out.raw_data(), a.raw_data());
+  ops::copy_values(out, a, "scatter_add");
   const Lines l = make_lines(out, ix, src, d, "scatter_add");
-  kernels::cpu::scatter_add(a.dtype(), l.loop, l.len, l.dim_stride, out.raw_data(),
-                            ix.data_ptr<int64_t>(), src.raw_data());
+  if (a.is_cuda()) {
+    cuda::DeviceGuard guard(a.device());
+    kernels::cuda::scatter_add(a.dtype(), l.loop, l.len, l.dim_stride, out.raw_data(),
+                               ix.data_ptr<int64_t>(), src.raw_data());
+  } else {
+    kernels::cpu::scatter_add(a.dtype(), l.loop, l.len, l.dim_stride, out.raw_data(),
+                              ix.data_ptr<int64_t>(), src.raw_data());
+  }
   if (autograd::grad_needed({&a, &src})) {
     auto node = std::make_shared<ScatterAddBackward>();
     node->dim = d;

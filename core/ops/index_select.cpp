@@ -18,7 +18,10 @@
 //           rows split across threads), index_add (threads own destination rows: no races).
 //           Both see a contiguous [outer, size, inner] block; a non-contiguous input is made
 //           contiguous first.
+//           CUDA: kernels/cuda/index.cu, the same functions; index checks wait for the GPU.
+#include "core/cuda.h"
 #include "core/ops/common.h"
+#include "kernels/cuda/index.h"
 #include "kernels/cpu/index.h"
 
 namespace ember {
@@ -30,7 +33,6 @@ int64_t check_select_args(const char* op, const Tensor& a, int64_t dim, const Te
   ops::check_defined(op, a);
   ops::check_defined(op, index, "index");
   ops::check_same_device(op, a, index);
-  ops::check_cpu(op, a);
   EMBER_CHECK(index.dtype() == kInt64, op, ": index must be int64, got ", index.dtype(),
               " (convert with .to(ember::kInt64))");
   EMBER_CHECK(index.dim() == 1, op, ": index must be 1-d, got shape ", shape_str(index.shape()),
@@ -42,10 +44,10 @@ int64_t check_select_args(const char* op, const Tensor& a, int64_t dim, const Te
 // `index` contiguous: "index_select: index value 9 at position 3 is out of range for dim 0 of
 // size 5".
 void check_index_values(const char* op, const Tensor& index, int64_t d, int64_t size) {
-  const int64_t* ix = index.data_ptr<int64_t>();
-  const int64_t bad = kernels::cpu::first_out_of_range(ix, index.numel(), size);
+  const int64_t bad = ops::first_out_of_range(index, size);
   if (bad < 0) return;
-  throw ValueError(detail::concat(op, ": index value ", ix[bad], " at position ", bad,
+  const int64_t value = index[bad].item<int64_t>();
+  throw ValueError(detail::concat(op, ": index value ", value, " at position ", bad,
                                   " is out of range for dim ", d, " of size ", size,
                                   " (valid values: 0 to ", size - 1, ")"));
 }
@@ -97,8 +99,14 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
   Shape out_shape = a.shape();
   out_shape[d] = ix.numel();
   Tensor out = ops::new_output(out_shape, a);
-  kernels::cpu::index_select(a.dtype(), b.outer, b.size, b.inner, x.raw_data(),
-                             ix.data_ptr<int64_t>(), ix.numel(), out.raw_data());
+  if (a.is_cuda()) {
+    cuda::DeviceGuard guard(a.device());
+    kernels::cuda::index_select(a.dtype(), b.outer, b.size, b.inner, x.raw_data(),
+                                ix.data_ptr<int64_t>(), ix.numel(), out.raw_data());
+  } else {
+    kernels::cpu::index_select(a.dtype(), b.outer, b.size, b.inner, x.raw_data(),
+                               ix.data_ptr<int64_t>(), ix.numel(), out.raw_data());
+  }
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<IndexSelectBackward>();
     node->dim = d;
@@ -123,12 +131,17 @@ Tensor index_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor
 
   // out starts as a contiguous copy of a; the kernel adds src's rows into it in place.
   Tensor out = ops::new_output(a.shape(), a);
-  kernels::cpu::copy(a.dtype(), a.dtype(), make_loop<2>(a.shape(), {&out, &a}, "index_add"),
-                     out.raw_data(), a.raw_data());
+  ops::copy_values(out, a, "index_add");
   const Tensor s = src.contiguous();
   const Block b = block_of(a.shape(), d);
-  kernels::cpu::index_add(a.dtype(), b.outer, b.size, b.inner, out.raw_data(),
-                          ix.data_ptr<int64_t>(), ix.numel(), s.raw_data());
+  if (a.is_cuda()) {
+    cuda::DeviceGuard guard(a.device());
+    kernels::cuda::index_add(a.dtype(), b.outer, b.size, b.inner, out.raw_data(),
+                             ix.data_ptr<int64_t>(), ix.numel(), s.raw_data());
+  } else {
+    kernels::cpu::index_add(a.dtype(), b.outer, b.size, b.inner, out.raw_data(),
+                            ix.data_ptr<int64_t>(), ix.numel(), s.raw_data());
+  }
   if (autograd::grad_needed({&a, &src})) {
     auto node = std::make_shared<IndexAddBackward>();
     node->dim = d;

@@ -5,6 +5,7 @@
 // Shapes    unchanged.
 // Saved     a.
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Log).
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 
 namespace ember {
@@ -21,7 +22,7 @@ struct LogBackward final : ops::Node {
 Tensor log(const Tensor& a) {
   ops::check_defined("log", a);
   ops::check_float("log", a);
-  Tensor out = ops::unary_forward(kernels::cpu::UnaryOp::Log, a, "log");
+  Tensor out = ops::unary_forward(kernels::UnaryOp::Log, a, "log");
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<LogBackward>();
     node->a = ops::SavedTensor(a);

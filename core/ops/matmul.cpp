@@ -14,6 +14,7 @@
 //           without the dims added for 1-d operands. Same dtype (float32/float64) and device.
 // Saved     a (only if b needs a gradient) and b (only if a needs one).
 // Kernels   CPU: kernels/cpu/gemm.cpp gemm (Eigen's GEMM), called once per batch matrix.
+//           CUDA: kernels/cuda/gemm.cu gemm / gemm_batched (cuBLAS).
 //
 // No copies on the hot path: a matrix whose last stride is 1 is passed as stored; one whose
 // second-to-last stride is 1 (a transposed view such as W.t()) is passed with the transpose
@@ -21,8 +22,10 @@
 // are laid out evenly (any contiguous a), a [B, T, K] @ [K, N] is one [B*T, K] @ [K, N] GEMM.
 #include <algorithm>
 
+#include "core/cuda.h"
 #include "core/ops/common.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cuda/gemm.h"
 
 namespace ember {
 
@@ -66,6 +69,31 @@ int64_t merged_row_stride(const Tensor& t) {
   return expected < 0 ? std::max<int64_t>(sh.back(), 1) : row_stride;
 }
 
+// C = A @ B for one matrix, with the GEMM of the device the tensors live on.
+void gemm_on(Device device, DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+             const void* a, int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc) {
+  if (device.is_cuda()) {
+    kernels::cuda::gemm(dt, ta, tb, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+  } else {
+    kernels::cpu::gemm(dt, ta, tb, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+  }
+}
+
+// If batch matrix i of an operand starts at i * s elements for one s (s = 0: the same matrix
+// every time), returns s; else -1. `bst` holds the operand's stride per batch dim (0 where
+// broadcast). Such operands go to one strided-batched GEMM call on the GPU.
+int64_t uniform_batch_stride(const Shape& bst, const Shape& batch) {
+  int64_t s = -1, inner = 1;  // inner = number of matrices one step of dim d skips
+  for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) {
+    if (batch[d] != 1) {
+      if (s < 0 && bst[d] % inner == 0) s = bst[d] / inner;
+      if (s < 0 || bst[d] != s * inner) return -1;
+    }
+    inner *= batch[d];
+  }
+  return s < 0 ? 0 : s;
+}
+
 // out (fresh, contiguous, batch + [M, N] elements in row-major order) = a2 @ b2, where a2 is
 // [..., M, K] and b2 [..., K, N] whose batch dims broadcast to `batch`.
 void matmul_forward(const Tensor& a2, const Tensor& b2, const Shape& batch, const Tensor& out) {
@@ -83,8 +111,8 @@ void matmul_forward(const Tensor& a2, const Tensor& b2, const Shape& batch, cons
       const Tensor a_rows =
           make_view(a2, {rows, K}, {row_stride, a2.strides().back()}, a2.offset());
       const GemmOperand A = as_gemm_operand(a_rows), B = as_gemm_operand(b2);
-      kernels::cpu::gemm(dt, A.trans, B.trans, rows, N, K, 1.0, A.data.raw_data(), A.ld,
-                         B.data.raw_data(), B.ld, 0.0, c, N);
+      gemm_on(out.device(), dt, A.trans, B.trans, rows, N, K, A.data.raw_data(), A.ld,
+              B.data.raw_data(), B.ld, c, N);
       return;
     }
   }
@@ -101,6 +129,16 @@ void matmul_forward(const Tensor& a2, const Tensor& b2, const Shape& batch, cons
   const char* a = static_cast<const char*>(A.data.raw_data());
   const char* b = static_cast<const char*>(B.data.raw_data());
   const int64_t batches = shape_numel(batch);
+  if (out.is_cuda()) {
+    // One launch for the whole stack when each operand's matrices are evenly spaced (always
+    // true for contiguous or broadcast operands); one launch per matrix otherwise.
+    const int64_t sa = uniform_batch_stride(a_bst, batch), sb = uniform_batch_stride(b_bst, batch);
+    if (sa >= 0 && sb >= 0) {
+      kernels::cuda::gemm_batched(dt, A.trans, B.trans, M, N, K, 1.0, a, A.ld, sa, b, B.ld, sb,
+                                  0.0, c, N, M * N, batches);
+      return;
+    }
+  }
   for (int64_t i = 0; i < batches; ++i) {
     int64_t a_off = 0, b_off = 0, rem = i;
     for (int64_t d = nb - 1; d >= 0; --d) {
@@ -109,8 +147,8 @@ void matmul_forward(const Tensor& a2, const Tensor& b2, const Shape& batch, cons
       a_off += idx * a_bst[d];
       b_off += idx * b_bst[d];
     }
-    kernels::cpu::gemm(dt, A.trans, B.trans, M, N, K, 1.0, a + a_off * es, A.ld, b + b_off * es,
-                       B.ld, 0.0, c + i * M * N * es, N);
+    gemm_on(out.device(), dt, A.trans, B.trans, M, N, K, a + a_off * es, A.ld, b + b_off * es,
+            B.ld, c + i * M * N * es, N);
   }
 }
 
@@ -170,7 +208,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   ops::check_same_device("matmul", a, b);
   ops::check_same_dtype("matmul", a, b);
   ops::check_float("matmul", a);
-  ops::check_cpu("matmul", a);
+  cuda::DeviceGuard guard(a.device());  // a no-op on the CPU
 
   // A 1-d a is read as a [1, K] row, a 1-d b as a [K, 1] column: plain views (make_view records
   // nothing on the tape; the forward below only reads memory).

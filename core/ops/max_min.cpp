@@ -15,18 +15,21 @@
 //           A 0-d input has one element: dim 0 or -1 names it.
 // Saved     indices (the forward's own int64 output) and the [outer, r, inner] sizes.
 // Kernels   CPU: kernels/cpu/reduce.cpp reduce_max_min (forward), reduce_max_min_backward.
+//           CUDA: kernels/cuda/reduce.cu, the same functions (warp-shuffle reductions).
 //
 // Reducing one dim of a contiguous tensor is the [outer, r, inner] form of kernels/cpu/reduce.h
 // with r = a.size(d); reducing all of them is [1, numel, 1]. Either way the input gradient, laid
 // out as [outer, r, inner], is a's own contiguous layout, so the backward kernel writes it as is.
+#include "core/cuda.h"
 #include "core/ops/common.h"
+#include "kernels/cuda/reduce.h"
 #include "core/ops/reduce_util.h"
 #include "kernels/cpu/reduce.h"
 
 namespace ember {
 
 namespace {
-using kernels::cpu::MaxMin;
+using kernels::MaxMin;
 
 struct MaxMinBackward final : ops::Node {
   ops::SavedTensor indices;
@@ -37,8 +40,14 @@ struct MaxMinBackward final : ops::Node {
     const Tensor idx = indices.unpack(*this, "indices");
     const Tensor gc = g.contiguous();
     Tensor ga = empty(input_shapes[0], g.options());
-    kernels::cpu::reduce_max_min_backward(g.dtype(), outer, r, inner, gc.raw_data(),
-                                          idx.data_ptr<int64_t>(), ga.raw_data());
+    if (g.is_cuda()) {
+      cuda::DeviceGuard guard(g.device());
+      kernels::cuda::reduce_max_min_backward(g.dtype(), outer, r, inner, gc.raw_data(),
+                                             idx.data_ptr<int64_t>(), ga.raw_data());
+    } else {
+      kernels::cpu::reduce_max_min_backward(g.dtype(), outer, r, inner, gc.raw_data(),
+                                            idx.data_ptr<int64_t>(), ga.raw_data());
+    }
     return {ga};
   }
   void release_saved() override { indices.reset(); }
@@ -49,7 +58,6 @@ struct MaxMinBackward final : ops::Node {
 ValuesIndices max_min_impl(const Tensor& a, const Shape& dims, bool keepdim, MaxMin which,
                            bool record_grad, const char* op) {
   ops::check_defined(op, a);
-  ops::check_cpu(op, a);
   Shape plan_dims = dims;
   if (a.dim() == 0) {
     // The single element of a 0-d tensor is "all of it"; still reject a dim like 1 or -2.
@@ -67,8 +75,14 @@ ValuesIndices max_min_impl(const Tensor& a, const Shape& dims, bool keepdim, Max
   }
   Tensor values = ops::new_output(p.out_shape, a);
   Tensor indices = ops::new_output(p.out_shape, a, kInt64);
-  kernels::cpu::reduce_max_min(which, a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(),
-                               values.raw_data(), indices.data_ptr<int64_t>());
+  if (a.is_cuda()) {
+    cuda::DeviceGuard guard(a.device());
+    kernels::cuda::reduce_max_min(which, a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(),
+                                  values.raw_data(), indices.data_ptr<int64_t>());
+  } else {
+    kernels::cpu::reduce_max_min(which, a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(),
+                                 values.raw_data(), indices.data_ptr<int64_t>());
+  }
   if (record_grad && autograd::grad_needed({&a})) {
     auto node = std::make_shared<MaxMinBackward>();
     node->indices = ops::SavedTensor(indices);

@@ -8,6 +8,7 @@
 //           usually hides a bug such as [N] vs [N, 1]; ember refuses). Same dtype and device.
 // Saved     what sub and mul save.
 // Kernels   CPU: kernels/cpu/elementwise.cpp (sub, mul), kernels/cpu/reduce.cpp (sum, mean).
+//           CUDA: kernels/cuda/elementwise.cu and kernels/cuda/reduce.cu, the same ops.
 #include "core/ops/common.h"
 
 namespace ember {

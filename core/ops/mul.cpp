@@ -6,6 +6,7 @@
 // Shapes    broadcast(a.shape, b.shape); a, b same dtype and device.
 // Saved     a (only if b needs a gradient) and b (only if a needs one).
 // Kernels   CPU: kernels/cpu/elementwise.cpp binary(Mul).
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 
 namespace ember {
@@ -25,7 +26,7 @@ struct MulBackward final : ops::Node {
 }  // namespace
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor out = ops::binary_forward(kernels::cpu::BinaryOp::Mul, a, b, "mul");
+  Tensor out = ops::binary_forward(kernels::BinaryOp::Mul, a, b, "mul");
   if (autograd::grad_needed({&a, &b})) {
     auto node = std::make_shared<MulBackward>();
     if (b.requires_grad()) node->a = ops::SavedTensor(a);

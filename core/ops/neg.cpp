@@ -5,6 +5,7 @@
 // Shapes    unchanged.
 // Saved     nothing.
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Neg).
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 
 namespace ember {
@@ -17,7 +18,7 @@ struct NegBackward final : ops::Node {
 }  // namespace
 
 Tensor neg(const Tensor& a) {
-  Tensor out = ops::unary_forward(kernels::cpu::UnaryOp::Neg, a, "neg");
+  Tensor out = ops::unary_forward(kernels::UnaryOp::Neg, a, "neg");
   if (autograd::grad_needed({&a})) autograd::connect(std::make_shared<NegBackward>(), out, {&a});
   return out;
 }

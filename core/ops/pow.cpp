@@ -5,6 +5,7 @@
 // Shapes    unchanged.
 // Saved     a, p.
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Pow) (x.square() for p = 2, sqrt for 0.5).
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 
 namespace ember {
@@ -29,7 +30,7 @@ struct PowBackward final : ops::Node {
 Tensor pow(const Tensor& a, double exponent) {
   ops::check_defined("pow", a);
   ops::check_float("pow", a);
-  Tensor out = ops::unary_forward(kernels::cpu::UnaryOp::Pow, a, "pow", exponent);
+  Tensor out = ops::unary_forward(kernels::UnaryOp::Pow, a, "pow", exponent);
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<PowBackward>();
     node->a = ops::SavedTensor(a);

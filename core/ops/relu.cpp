@@ -5,6 +5,7 @@
 // Shapes    unchanged.
 // Saved     out (the backward is cheapest written in terms of the output).
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Relu), binary(ReluBackward).
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 
 namespace ember {
@@ -14,7 +15,7 @@ struct ReluBackward final : ops::Node {
   ops::SavedTensor out;
   std::string name() const override { return "ReluBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
-    return {ops::binary_forward(kernels::cpu::BinaryOp::ReluBackward, g, out.unpack(*this, "result"),
+    return {ops::binary_forward(kernels::BinaryOp::ReluBackward, g, out.unpack(*this, "result"),
                                 "relu backward")};
   }
   void release_saved() override { out.reset(); }
@@ -24,7 +25,7 @@ struct ReluBackward final : ops::Node {
 Tensor relu(const Tensor& a) {
   ops::check_defined("relu", a);
   ops::check_float("relu", a);
-  Tensor out = ops::unary_forward(kernels::cpu::UnaryOp::Relu, a, "relu");
+  Tensor out = ops::unary_forward(kernels::UnaryOp::Relu, a, "relu");
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<ReluBackward>();
     node->out = ops::SavedTensor(out);

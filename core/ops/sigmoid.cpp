@@ -5,6 +5,7 @@
 // Shapes    unchanged.
 // Saved     out (the backward is cheapest written in terms of the output).
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Sigmoid), binary(SigmoidBackward).
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 
 namespace ember {
@@ -14,7 +15,7 @@ struct SigmoidBackward final : ops::Node {
   ops::SavedTensor out;
   std::string name() const override { return "SigmoidBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
-    return {ops::binary_forward(kernels::cpu::BinaryOp::SigmoidBackward, g, out.unpack(*this, "result"),
+    return {ops::binary_forward(kernels::BinaryOp::SigmoidBackward, g, out.unpack(*this, "result"),
                                 "sigmoid backward")};
   }
   void release_saved() override { out.reset(); }
@@ -24,7 +25,7 @@ struct SigmoidBackward final : ops::Node {
 Tensor sigmoid(const Tensor& a) {
   ops::check_defined("sigmoid", a);
   ops::check_float("sigmoid", a);
-  Tensor out = ops::unary_forward(kernels::cpu::UnaryOp::Sigmoid, a, "sigmoid");
+  Tensor out = ops::unary_forward(kernels::UnaryOp::Sigmoid, a, "sigmoid");
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<SigmoidBackward>();
     node->out = ops::SavedTensor(out);

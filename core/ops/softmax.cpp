@@ -13,9 +13,12 @@
 // Saved     the output y.
 // Kernels   CPU: kernels/cpu/softmax.cpp softmax_forward, softmax_backward, on the contiguous
 //           [outer, D, inner] form of the tensor (a non-contiguous input is copied first).
+//           CUDA: kernels/cuda/softmax.cu softmax_forward, softmax_backward.
 #include <algorithm>
 
+#include "core/cuda.h"
 #include "core/ops/common.h"
+#include "kernels/cuda/softmax.h"
 #include "kernels/cpu/softmax.h"
 
 namespace ember {
@@ -47,8 +50,14 @@ struct SoftmaxBackward final : ops::Node {
     const Tensor out = y.unpack(*this, "result");
     const Tensor gc = g.contiguous();
     Tensor ga = ops::new_output(out.shape(), out);
-    kernels::cpu::softmax_backward(out.dtype(), log, plan.outer, plan.D, plan.inner, gc.raw_data(),
-                                   out.raw_data(), ga.raw_data());
+    if (out.is_cuda()) {
+      cuda::DeviceGuard guard(out.device());
+      kernels::cuda::softmax_backward(out.dtype(), log, plan.outer, plan.D, plan.inner,
+                                      gc.raw_data(), out.raw_data(), ga.raw_data());
+    } else {
+      kernels::cpu::softmax_backward(out.dtype(), log, plan.outer, plan.D, plan.inner,
+                                     gc.raw_data(), out.raw_data(), ga.raw_data());
+    }
     return {ga};
   }
   void release_saved() override { y.reset(); }
@@ -57,12 +66,17 @@ struct SoftmaxBackward final : ops::Node {
 Tensor softmax_impl(const Tensor& a, int64_t dim, bool log, const char* op) {
   ops::check_defined(op, a);
   ops::check_float(op, a);
-  ops::check_cpu(op, a);
   const SoftmaxPlan p = plan_softmax(a.shape(), dim, op);
   const Tensor x = a.detach().contiguous();
   Tensor out = ops::new_output(a.shape(), a);
-  kernels::cpu::softmax_forward(a.dtype(), log, p.outer, p.D, p.inner, x.raw_data(),
-                                out.raw_data());
+  if (a.is_cuda()) {
+    cuda::DeviceGuard guard(a.device());
+    kernels::cuda::softmax_forward(a.dtype(), log, p.outer, p.D, p.inner, x.raw_data(),
+                                   out.raw_data());
+  } else {
+    kernels::cpu::softmax_forward(a.dtype(), log, p.outer, p.D, p.inner, x.raw_data(),
+                                  out.raw_data());
+  }
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<SoftmaxBackward>();
     node->y = ops::SavedTensor(out);

@@ -5,6 +5,7 @@
 // Shapes    unchanged.
 // Saved     out.
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Sqrt).
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 
 namespace ember {
@@ -24,7 +25,7 @@ struct SqrtBackward final : ops::Node {
 Tensor sqrt(const Tensor& a) {
   ops::check_defined("sqrt", a);
   ops::check_float("sqrt", a);
-  Tensor out = ops::unary_forward(kernels::cpu::UnaryOp::Sqrt, a, "sqrt");
+  Tensor out = ops::unary_forward(kernels::UnaryOp::Sqrt, a, "sqrt");
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<SqrtBackward>();
     node->out = ops::SavedTensor(out);

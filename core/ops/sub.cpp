@@ -5,6 +5,7 @@
 // Shapes    broadcast(a.shape, b.shape); a, b same dtype and device.
 // Saved     nothing.
 // Kernels   CPU: kernels/cpu/elementwise.cpp binary(Sub).
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 
 namespace ember {
@@ -20,7 +21,7 @@ struct SubBackward final : ops::Node {
 }  // namespace
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  Tensor out = ops::binary_forward(kernels::cpu::BinaryOp::Sub, a, b, "sub");
+  Tensor out = ops::binary_forward(kernels::BinaryOp::Sub, a, b, "sub");
   if (autograd::grad_needed({&a, &b})) autograd::connect(std::make_shared<SubBackward>(), out, {&a, &b});
   return out;
 }

@@ -7,11 +7,14 @@
 // Shapes    reduced dims removed (or kept as 1 with keepdim); dims empty = all dims -> 0-d.
 // Saved     the keepdim shape and r.
 // Kernels   CPU: kernels/cpu/reduce.cpp reduce_sum.
+//           CUDA: kernels/cuda/reduce.cu, the same functions (warp-shuffle reductions).
 //
 // sum_to(g, shape) is the reverse of broadcasting: it sums g over the leading dims that
 // `shape` lacks and over the dims where `shape` has size 1. Every backward of a broadcasting
 // op ends with it.
+#include "core/cuda.h"
 #include "core/ops/common.h"
+#include "kernels/cuda/reduce.h"
 #include "core/ops/reduce_util.h"
 #include "kernels/cpu/reduce.h"
 
@@ -32,13 +35,17 @@ struct SumBackward final : ops::Node {
 
 Tensor reduce_sum(const Tensor& a, const Shape& dims, bool keepdim, bool is_mean, const char* op) {
   ops::check_defined(op, a);
-  ops::check_cpu(op, a);
   EMBER_CHECK(a.dtype() != kBool, op, ": convert a bool tensor with .to(ember::kInt64) first");
   if (is_mean) ops::check_float(op, a);
   const ops::ReducePlan p = ops::plan_reduction(a, dims, keepdim, op);
   const double scale = is_mean ? 1.0 / static_cast<double>(p.r) : 1.0;
   Tensor out = ops::new_output(p.out_shape, a);
-  kernels::cpu::reduce_sum(a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(), out.raw_data(), scale);
+  if (a.is_cuda()) {
+    cuda::DeviceGuard guard(a.device());
+    kernels::cuda::reduce_sum(a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(), out.raw_data(), scale);
+  } else {
+    kernels::cpu::reduce_sum(a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(), out.raw_data(), scale);
+  }
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<SumBackward>();
     node->keepdim_shape = p.keepdim_shape;

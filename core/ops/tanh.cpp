@@ -5,6 +5,7 @@
 // Shapes    unchanged.
 // Saved     out (the backward is cheapest written in terms of the output).
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Tanh), binary(TanhBackward).
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 
 namespace ember {
@@ -14,7 +15,7 @@ struct TanhBackward final : ops::Node {
   ops::SavedTensor out;
   std::string name() const override { return "TanhBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
-    return {ops::binary_forward(kernels::cpu::BinaryOp::TanhBackward, g, out.unpack(*this, "result"),
+    return {ops::binary_forward(kernels::BinaryOp::TanhBackward, g, out.unpack(*this, "result"),
                                 "tanh backward")};
   }
   void release_saved() override { out.reset(); }
@@ -24,7 +25,7 @@ struct TanhBackward final : ops::Node {
 Tensor tanh(const Tensor& a) {
   ops::check_defined("tanh", a);
   ops::check_float("tanh", a);
-  Tensor out = ops::unary_forward(kernels::cpu::UnaryOp::Tanh, a, "tanh");
+  Tensor out = ops::unary_forward(kernels::UnaryOp::Tanh, a, "tanh");
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<TanhBackward>();
     node->out = ops::SavedTensor(out);

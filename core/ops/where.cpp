@@ -10,7 +10,10 @@
 //           on one device. masked_fill: the mask must broadcast to a.shape, the output's shape.
 // Saved     cond.
 // Kernels   CPU: kernels/cpu/elementwise.cpp where.
+//           CUDA: the same ops in kernels/cuda/elementwise.cu.
+#include "core/cuda.h"
 #include "core/ops/common.h"
+#include "kernels/cuda/elementwise.h"
 
 namespace ember {
 
@@ -40,13 +43,18 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   ops::check_same_device("where", cond, a);
   ops::check_same_device("where", a, b);
   ops::check_same_dtype("where", a, b);
-  ops::check_cpu("where", a);
   const Shape shape =
       broadcast_shapes(cond.shape(), broadcast_shapes(a.shape(), b.shape(), "where"), "where");
   Tensor out = ops::new_output(shape, a);
   const auto L = make_loop<4>(shape, {&out, &cond, &a, &b}, "where");
-  kernels::cpu::where(a.dtype(), L, out.raw_data(), cond.data_ptr<bool>(), a.raw_data(),
-                      b.raw_data());
+  if (a.is_cuda()) {
+    cuda::DeviceGuard guard(a.device());
+    kernels::cuda::where(a.dtype(), L, out.raw_data(), cond.data_ptr<bool>(), a.raw_data(),
+                         b.raw_data());
+  } else {
+    kernels::cpu::where(a.dtype(), L, out.raw_data(), cond.data_ptr<bool>(), a.raw_data(),
+                        b.raw_data());
+  }
   if (autograd::grad_needed({&a, &b})) {
     auto node = std::make_shared<WhereBackward>();
     node->cond = ops::SavedTensor(cond);

@@ -73,8 +73,9 @@ void train(int epoch, FullyNeuralNetwork& model, nn::CrossEntropyLoss& criterion
   const int64_t total = loader.size();
   const auto start = std::chrono::steady_clock::now();
   for (const data::Batch& batch : loader) {
-    const Tensor inputs = batch.data.to(device);
-    const Tensor target = batch.target.to(device);
+    // From pinned memory (the loader's pin_memory on a GPU) these copies are asynchronous.
+    const Tensor inputs = batch.data.to(device, /*non_blocking=*/true);
+    const Tensor target = batch.target.to(device, /*non_blocking=*/true);
     optimizer.zero_grad();
     const Tensor outputs = model(inputs);
     const Tensor loss = criterion(outputs, target);
@@ -103,7 +104,7 @@ double test(FullyNeuralNetwork& model, data::DataLoader& loader, Device device) 
   NoGradGuard no_grad;
   int64_t correct = 0, total = 0;
   for (const data::Batch& batch : loader) {
-    const Tensor outputs = model(batch.data.to(device));
+    const Tensor outputs = model(batch.data.to(device, /*non_blocking=*/true));
     const Tensor predicted = max(outputs, 1).indices.cpu();
     total += batch.target.size(0);
     correct += static_cast<int64_t>(predicted.eq(batch.target).to(kInt64).sum().item());
@@ -142,11 +143,10 @@ int main(int argc, char** argv) {
     Device device = device_name.empty() ? Device(cuda::is_available() ? "cuda" : "cpu")
                                         : Device(device_name);
     if (device_name.empty() && device.is_cuda()) {
-      // A GPU is there; can this build of ember use it? (Its CUDA kernels come in stages.)
-      try {
-        (void)zeros({1}, device);
-      } catch (const DeviceError& e) {
-        std::printf("device: cuda is present but unusable here (%s); using cpu\n", e.what());
+      // A GPU is there; does this build carry code for it? (If not, say why and train on the CPU.)
+      std::string why;
+      if (!cuda::device_supported(cuda::current_device(), &why)) {
+        std::printf("device: the GPU cannot be used (%s); using cpu\n", why.c_str());
         device = Device::cpu();
       }
     }
@@ -164,8 +164,16 @@ int main(int argc, char** argv) {
     data::MNIST test_set(data_dir, /*train=*/false, transform);
     std::printf("data: %s (%s)\n      %s (%.2f s)\n", data_dir.c_str(), train_set.summary().c_str(),
                 test_set.summary().c_str(), seconds_since(load_start));
-    data::DataLoader train_loader(train_set, {batch_size, /*shuffle=*/true, false, seed});
-    data::DataLoader test_loader(test_set, {batch_size, /*shuffle=*/false});
+    data::DataLoaderOptions train_opts;
+    train_opts.batch_size = batch_size;
+    train_opts.shuffle = true;
+    train_opts.seed = seed;
+    train_opts.pin_memory = device.is_cuda();
+    data::DataLoaderOptions test_opts;
+    test_opts.batch_size = batch_size;
+    test_opts.pin_memory = device.is_cuda();
+    data::DataLoader train_loader(train_set, train_opts);
+    data::DataLoader test_loader(test_set, test_opts);
 
     FullyNeuralNetwork model;
     model.to(device);  // moves the parameters in place, like the seed's model.cuda()

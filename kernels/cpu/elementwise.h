@@ -7,24 +7,24 @@
 #pragma once
 
 #include "core/dtype.h"
+#include "kernels/elementwise_ops.h"
 #include "kernels/loop.h"
 
 namespace ember::kernels::cpu {
 
-enum class UnaryOp { Neg, Exp, Log, Sqrt, Abs, Sign, Relu, Sigmoid, Tanh, Pow, Square };
+using kernels::BinaryOp;
+using kernels::CompareOp;
+using kernels::UnaryOp;
+
 // out = op(in); `param` is the exponent for Pow.
 void unary(UnaryOp op, DType dtype, const StridedLoop<2>& L, void* out, const void* in,
            double param = 0.0);
 
-// out = a (op) b. Add and Sub compute a + alpha*b and a - alpha*b.
-// The *Backward ops take (grad, saved output y): ReluBackward = g*(y>0),
-// SigmoidBackward = g*y*(1-y), TanhBackward = g*(1-y*y).
-enum class BinaryOp { Add, Sub, Mul, Div, ReluBackward, SigmoidBackward, TanhBackward };
+// out = a (op) b (see kernels/elementwise_ops.h for each op's definition).
 void binary(BinaryOp op, DType dtype, const StridedLoop<3>& L, void* out, const void* a,
             const void* b, double alpha = 1.0);
 
 // out (bool) = a (cmp) b, both inputs of `dtype`.
-enum class CompareOp { Eq, Ne, Lt, Le, Gt, Ge };
 void compare(CompareOp op, DType dtype, const StridedLoop<3>& L, bool* out, const void* a,
              const void* b);
 

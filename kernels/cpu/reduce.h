@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "kernels/elementwise_ops.h"
 
 namespace ember::kernels::cpu {
 
@@ -22,7 +23,7 @@ void reduce_sum(DType dtype, int64_t outer, int64_t r, int64_t inner, const void
 // number, for max and for min alike, so a NaN anywhere in a row makes the result NaN and its
 // index the first NaN's (PyTorch's rule: a NaN must not silently vanish in a reduction).
 // r must be >= 1 (the op card rejects an empty reduced dim before calling).
-enum class MaxMin { Max, Min };
+using kernels::MaxMin;
 void reduce_max_min(MaxMin which, DType dtype, int64_t outer, int64_t r, int64_t inner,
                     const void* in, void* values, int64_t* indices);
 

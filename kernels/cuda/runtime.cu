@@ -1,18 +1,54 @@
-// ember/kernels/cuda/runtime.cu — asking the CUDA runtime what is there.
+// ember/kernels/cuda/runtime.cu — asking the CUDA runtime what is there, and talking to it.
 //
 // cudaGetDeviceCount is the one call that tells "no driver", "no device" and "N devices" apart
 // without crashing; everything else in ember's CUDA backend starts from here. The answer is
 // computed once: the set of visible devices (CUDA_VISIBLE_DEVICES) is fixed when the runtime
 // first initialises, exactly as in PyTorch.
+//
+// Also here: the error check every launcher uses (launch.cuh), the current device and its RAII
+// guard, device properties for examples/device_query, whether this build carries code for a
+// GPU, and byte copies between host, pinned host and device memory.
 #include <cuda_runtime.h>
 
+#include <cstring>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/cuda.h"
+#include "core/error.h"
+#include "ember_cuda_build_info.h"  // generated: EMBER_CUDA_ARCHITECTURES
+#include "kernels/cuda/launch.cuh"
 
-namespace ember::cuda {
+namespace ember {
+
+namespace kernels::cuda {
+
+void check_error(cudaError_t err, const char* what, const char* file, int line) {
+  if (err == cudaSuccess) return;
+  // Clear the error so that the next call starts clean (a sticky error — after a kernel
+  // faulted — cannot be cleared; every later call then reports it too, which is right: the
+  // CUDA context is unusable and the process has to restart).
+  cudaGetLastError();
+  const std::string msg = std::string(what) + " failed at " + file + ":" + std::to_string(line) +
+                          ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")";
+  if (err == cudaErrorMemoryAllocation) {
+    throw OutOfMemoryError(msg + ": free tensors you no longer need or use smaller batches");
+  }
+  if (err == cudaErrorNoKernelImageForDevice) {
+    throw DeviceError(msg + ": ember was built for CUDA architectures " +
+                      ::ember::cuda::built_architectures() +
+                      "; rebuild with -DCMAKE_CUDA_ARCHITECTURES=<this GPU's sm>");
+  }
+  throw DeviceError(msg);
+}
+
+}  // namespace kernels::cuda
+
+namespace cuda {
 
 namespace {
+
 struct Probe {
   int count = 0;
   std::string reason;
@@ -21,7 +57,7 @@ struct Probe {
     if (err != cudaSuccess) {
       count = 0;
       reason = std::string("the CUDA runtime found no usable GPU: ") + cudaGetErrorString(err);
-      cudaGetLastError();  // clear the sticky error so later calls start clean
+      cudaGetLastError();  // clear the error so later calls start clean
     } else if (count == 0) {
       reason = "the CUDA runtime reports 0 devices (check CUDA_VISIBLE_DEVICES)";
     }
@@ -31,13 +67,183 @@ const Probe& probe() {
   static Probe p;
   return p;
 }
+
+void require_gpu(const char* what) {
+  if (!is_available()) {
+    throw DeviceError(std::string(what) + ": no CUDA device is usable: " + probe().reason +
+                      ". Use device \"cpu\", or choose with cuda::is_available() ? \"cuda\" : \"cpu\"");
+  }
+}
+
+void check_index(int index, const char* what) {
+  require_gpu(what);
+  if (index < 0 || index >= device_count()) {
+    throw DeviceError(std::string(what) + ": cuda:" + std::to_string(index) +
+                      " does not exist: this process sees " + std::to_string(device_count()) +
+                      " CUDA device(s), cuda:0 to cuda:" + std::to_string(device_count() - 1) +
+                      " (CUDA_VISIBLE_DEVICES decides which GPUs these are)");
+  }
+}
+
+// A kernel that does nothing: asking the runtime for its attributes tells whether this build
+// has code (a binary for the GPU's architecture, or PTX it can compile) for the device.
+__global__ void ember_probe_kernel() {}
+
 }  // namespace
 
 bool is_built() { return true; }
 bool is_available() { return probe().count > 0; }
 int device_count() { return probe().count; }
-const char* unavailable_reason() {
-  return probe().count > 0 ? "" : probe().reason.c_str();
+const char* unavailable_reason() { return probe().count > 0 ? "" : probe().reason.c_str(); }
+
+int current_device() {
+  require_gpu("cuda::current_device");
+  int d = 0;
+  EMBER_CUDA_CHECK(cudaGetDevice(&d));
+  return d;
 }
 
-}  // namespace ember::cuda
+void set_device(int index) {
+  check_index(index, "cuda::set_device");
+  EMBER_CUDA_CHECK(cudaSetDevice(index));
+}
+
+void synchronize(int index) {
+  require_gpu("cuda::synchronize");
+  DeviceGuard guard(index < 0 ? current_device() : index);
+  EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+DeviceGuard::DeviceGuard(int index) {
+  if (index < 0) return;
+  check_index(index, "cuda::DeviceGuard");
+  int current = 0;
+  EMBER_CUDA_CHECK(cudaGetDevice(&current));
+  previous_ = current;
+  if (current != index) EMBER_CUDA_CHECK(cudaSetDevice(index));
+}
+
+DeviceGuard::DeviceGuard(Device device) : DeviceGuard(device.is_cuda() ? resolve(device).index : -1) {}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ < 0) return;
+  int current = 0;
+  if (cudaGetDevice(&current) == cudaSuccess && current != previous_) cudaSetDevice(previous_);
+}
+
+Device resolve(Device device) {
+  if (!device.is_cuda()) return device;
+  require_gpu(("cannot place a tensor on " + device.str()).c_str());
+  if (device.index < 0) return Device::cuda(current_device());
+  check_index(device.index, ("placing a tensor on " + device.str()).c_str());
+  return device;
+}
+
+DeviceProperties get_device_properties(int index) {
+  check_index(index, "cuda::get_device_properties");
+  cudaDeviceProp p{};
+  EMBER_CUDA_CHECK(cudaGetDeviceProperties(&p, index));
+  DeviceProperties out;
+  out.name = p.name;
+  out.major = p.major;
+  out.minor = p.minor;
+  out.total_memory = p.totalGlobalMem;
+  out.multiprocessor_count = p.multiProcessorCount;
+  // Clock rates left cudaDeviceProp in CUDA 13; the attribute API has them on every version.
+  cudaDeviceGetAttribute(&out.clock_rate_khz, cudaDevAttrClockRate, index);
+  cudaDeviceGetAttribute(&out.memory_clock_rate_khz, cudaDevAttrMemoryClockRate, index);
+  cudaDeviceGetAttribute(&out.memory_bus_width, cudaDevAttrGlobalMemoryBusWidth, index);
+  cudaGetLastError();  // an attribute a driver does not know leaves 0, not an error
+  out.l2_cache_size = static_cast<size_t>(p.l2CacheSize);
+  out.shared_memory_per_block = p.sharedMemPerBlock;
+  out.max_threads_per_block = p.maxThreadsPerBlock;
+  out.warp_size = p.warpSize;
+  char bus[64] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof(bus), index) == cudaSuccess) out.pci_bus_id = bus;
+  cudaGetLastError();
+  return out;
+}
+
+int driver_version() {
+  int v = 0;
+  if (cudaDriverGetVersion(&v) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return v;
+}
+
+int runtime_version() {
+  int v = 0;
+  if (cudaRuntimeGetVersion(&v) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return v;
+}
+
+const char* built_architectures() {
+  // CMake hands the list over with commas (a ';' would split the compile definition).
+  static const std::string archs = [] {
+    std::string s = EMBER_CUDA_ARCHITECTURES;
+    for (char& c : s)
+      if (c == ',') c = ';';
+    return s;
+  }();
+  return archs.c_str();
+}
+
+bool device_supported(int index, std::string* why) {
+  check_index(index, "cuda::device_supported");
+  // Asked once per device: the answer cannot change while the process runs.
+  static std::mutex mu;
+  static std::vector<int> answers;  // -1 unknown, 0 no, 1 yes
+  static std::vector<std::string> reasons;
+  std::lock_guard<std::mutex> lock(mu);
+  if (answers.empty()) {
+    answers.assign(device_count(), -1);
+    reasons.assign(device_count(), "");
+  }
+  if (answers[index] < 0) {
+    DeviceGuard guard(index);
+    cudaFuncAttributes attr{};
+    const cudaError_t err = cudaFuncGetAttributes(&attr, ember_probe_kernel);
+    cudaGetLastError();
+    answers[index] = err == cudaSuccess ? 1 : 0;
+    if (err != cudaSuccess) {
+      int major = 0, minor = 0;
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index);
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index);
+      cudaGetLastError();
+      const std::string sm = std::to_string(major * 10 + minor);
+      reasons[index] = "cuda:" + std::to_string(index) + " is sm_" + sm + " but ember was built for " +
+                       built_architectures() + " (" + cudaGetErrorString(err) +
+                       "): rebuild with -DCMAKE_CUDA_ARCHITECTURES=" + sm +
+                       " (or add " + sm + " to the list), or use device \"cpu\"";
+    }
+  }
+  if (why) *why = reasons[index];
+  return answers[index] == 1;
+}
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t n,
+                bool non_blocking) {
+  if (n == 0) return;
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  // Unified addressing lets the runtime tell host from device pointers (cudaMemcpyDefault), and
+  // a copy between two GPUs goes peer to peer. The copy is queued on the GPU's stream, behind the
+  // kernels that produce its source; the device side decides which GPU's stream that is.
+  DeviceGuard guard(src_device.is_cuda() ? src_device : dst_device);
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, kernels::cuda::stream()));
+  // A device-to-device copy stays asynchronous like any kernel. A copy that involves the host
+  // waits, unless the caller asked for non_blocking (which Tensor::to only passes with pinned
+  // host memory): the host may read or reuse its buffer as soon as this returns.
+  const bool involves_host = dst_device.is_cpu() || src_device.is_cpu();
+  if (involves_host && !non_blocking) EMBER_CUDA_CHECK(cudaStreamSynchronize(kernels::cuda::stream()));
+}
+
+}  // namespace cuda
+}  // namespace ember

@@ -76,6 +76,11 @@ EMBER_OP_CASES({
 
     unary_case("contiguous", "transposed [3, 5]", [] { return leaf_transposed({3, 5}, 228); },
                [](T a) { return contiguous(a); }),
+    // On the CPU both moves return the input itself; on a GPU (the parity test) the values go
+    // to the host and back, and the gradient takes the same way home.
+    unary_case("to_device", "round trip through the host, transposed [4, 3]",
+               [] { return leaf_transposed({4, 3}, 240); },
+               [](T a) { return to_device(to_device(a, Device::cpu()), a.device()) * 2.0; }),
     unary_case("contiguous", "strided [2, 7]", [] { return leaf_strided({2, 7}, 229); },
                [](T a) { return a.contiguous(); }),
     unary_case("contiguous", "already contiguous [4] (same tensor)", [] { return leaf({4}, 230); },

@@ -1,0 +1,278 @@
+// ember/kernels/cuda/allocator.cu — the caching allocator for device memory, and pinned host
+// memory for pin_memory().
+//
+// Why cache: cudaMalloc and cudaFree are slow (tens of microseconds to milliseconds) and
+// cudaFree waits for the whole device to go idle. A training step allocates and frees the same
+// activation and gradient sizes every iteration, so ember keeps freed blocks in a per-device
+// free list and hands them out again: after the first step a steady loop makes no cudaMalloc or
+// cudaFree call at all (tests/test_cuda_device.cpp counts them).
+//
+// Why reuse is safe without events: every ember kernel and copy runs on one in-order stream
+// per device (kernels/cuda/launch.cuh). A block freed by the host while a kernel that reads it is
+// still queued can only be handed to a kernel queued *later* on that same stream, which runs
+// after the first one finished.
+//
+// Rounding: requests are rounded up to 512 bytes (1 MiB above 1 MiB), so near-equal sizes share
+// blocks, and a cached block serves a request when it wastes at most a quarter of itself. Blocks
+// are never split; empty_cache() gives every unused one back to the driver. When cudaMalloc
+// fails, the cache is freed and the call retried once before OutOfMemoryError is raised.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/cuda.h"
+#include "core/error.h"
+#include "core/storage.h"
+#include "kernels/cuda/launch.cuh"
+
+namespace ember::cuda {
+
+namespace {
+
+constexpr size_t kSmallLimit = size_t(1) << 20;
+
+size_t round_size(size_t n) {
+  const size_t granule = n < kSmallLimit ? 512 : kSmallLimit;
+  return (n + granule - 1) / granule * granule;
+}
+
+std::string human_bytes(double b) {
+  const char* unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024.0 && u < 4) {
+    b /= 1024.0;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.2f %s", b, unit[u]);
+  return buf;
+}
+
+struct DeviceCache {
+  std::multimap<size_t, void*> free_blocks;   // size -> block, for best-fit lookup
+  std::unordered_map<void*, size_t> live;     // block -> its (rounded) size
+  int64_t allocated = 0, reserved = 0, peak = 0;
+  AllocatorStats stats;
+  bool checked = false;  // device_supported() has been asked for this device
+};
+
+class CachingAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes, Device device) override {
+    if (nbytes == 0) return nullptr;  // nothing to hold; kernels launch nothing for 0 elements
+    const int index = device.index;
+    std::lock_guard<std::mutex> lock(mu_);
+    DeviceCache& dc = cache(index);
+    if (!dc.checked) {
+      std::string why;
+      if (!device_supported(index, &why)) throw DeviceError(why);
+      dc.checked = true;
+    }
+    const size_t size = round_size(nbytes);
+    void* ptr = nullptr;
+    auto it = dc.free_blocks.lower_bound(size);
+    if (it != dc.free_blocks.end() && it->first <= size + size / 4) {
+      ptr = it->second;
+      dc.live[ptr] = it->first;
+      dc.allocated += static_cast<int64_t>(it->first);
+      dc.free_blocks.erase(it);
+      ++dc.stats.cache_hits;
+    } else {
+      DeviceGuard guard(index);
+      cudaError_t err = cudaMalloc(&ptr, size);
+      ++dc.stats.cuda_malloc_calls;
+      if (err == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        release_cached(index, dc);  // give the cache back and try once more
+        err = cudaMalloc(&ptr, size);
+        ++dc.stats.cuda_malloc_calls;
+      }
+      if (err == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        throw OutOfMemoryError(oom_message(index, dc, nbytes));
+      }
+      EMBER_CUDA_CHECK(err);
+      dc.live[ptr] = size;
+      dc.allocated += static_cast<int64_t>(size);
+      dc.reserved += static_cast<int64_t>(size);
+    }
+    if (dc.allocated > dc.peak) dc.peak = dc.allocated;
+    return ptr;
+  }
+
+  void deallocate(void* ptr, size_t, Device device) override {
+    if (!ptr) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    DeviceCache& dc = cache(device.index);
+    auto it = dc.live.find(ptr);
+    if (it == dc.live.end()) return;  // not ours: cannot happen through Storage
+    dc.allocated -= static_cast<int64_t>(it->second);
+    dc.free_blocks.emplace(it->second, ptr);
+    dc.live.erase(it);
+  }
+
+  void empty_cache() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < caches_.size(); ++i) release_cached(static_cast<int>(i), caches_[i]);
+  }
+
+  // Reads one device's numbers under the lock.
+  template <typename F>
+  auto with_cache(int index, F f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return f(cache(index));
+  }
+
+ private:
+  DeviceCache& cache(int index) {
+    if (caches_.empty()) caches_.resize(static_cast<size_t>(device_count()));
+    return caches_.at(static_cast<size_t>(index));
+  }
+
+  // cudaFree synchronizes the device, so every kernel that could still use a block is done.
+  void release_cached(int index, DeviceCache& dc) {
+    if (dc.free_blocks.empty()) return;
+    DeviceGuard guard(index);
+    for (auto& [size, ptr] : dc.free_blocks) {
+      cudaFree(ptr);
+      ++dc.stats.cuda_free_calls;
+      dc.reserved -= static_cast<int64_t>(size);
+    }
+    cudaGetLastError();
+    dc.free_blocks.clear();
+  }
+
+  std::string oom_message(int index, const DeviceCache& dc, size_t nbytes) {
+    size_t free_b = 0, total_b = 0;
+    {
+      DeviceGuard guard(index);
+      if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) cudaGetLastError();
+    }
+    return "CUDA out of memory on cuda:" + std::to_string(index) + ": tried to allocate " +
+           human_bytes(static_cast<double>(nbytes)) + "; the device has " +
+           human_bytes(static_cast<double>(free_b)) + " free of " +
+           human_bytes(static_cast<double>(total_b)) + " total, and ember holds " +
+           human_bytes(static_cast<double>(dc.reserved)) + " (" +
+           human_bytes(static_cast<double>(dc.allocated)) +
+           " in live tensors). Free tensors you no longer need, use smaller batches, or check "
+           "that another process is not using the GPU (nvidia-smi)";
+  }
+
+  std::mutex mu_;
+  std::vector<DeviceCache> caches_;
+};
+
+// Page-locked host memory, cached the same way: cudaHostAlloc costs far more than a copy of a
+// batch, and the DataLoader pins one batch per step. A pinned block may still be the source of
+// a non-blocking copy when its tensor dies, so a freed block is stamped with an event recorded
+// on the stream; it is handed out again only once that event has completed.
+class PinnedAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes, Device) override {
+    if (!is_available()) {
+      throw DeviceError(std::string("pin_memory: pinned host memory needs a usable CUDA device: ") +
+                        unavailable_reason());
+    }
+    const size_t size = round_size(nbytes == 0 ? 1 : nbytes);
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = free_.lower_bound(size); it != free_.end() && it->first <= size + size / 4; ++it) {
+      if (cudaEventQuery(it->second.done) != cudaSuccess) continue;  // a copy still reads it
+      void* p = it->second.ptr;
+      cudaEventDestroy(it->second.done);
+      live_[p] = it->first;
+      free_.erase(it);
+      return p;
+    }
+    cudaGetLastError();  // cudaEventQuery's cudaErrorNotReady is not an error
+    void* p = nullptr;
+    EMBER_CUDA_CHECK(cudaHostAlloc(&p, size, cudaHostAllocDefault));
+    live_[p] = size;
+    return p;
+  }
+
+  void deallocate(void* ptr, size_t, Device) override {
+    if (!ptr) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(ptr);
+    if (it == live_.end()) return;
+    Block b{ptr, nullptr};
+    if (cudaEventCreateWithFlags(&b.done, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventRecord(b.done, kernels::cuda::stream()) != cudaSuccess) {
+      // The runtime is shutting down (process exit): nothing can be reading the block any more.
+      cudaGetLastError();
+      cudaFreeHost(ptr);
+      cudaGetLastError();
+      live_.erase(it);
+      return;
+    }
+    free_.emplace(it->second, b);
+    live_.erase(it);
+  }
+
+ private:
+  struct Block {
+    void* ptr;
+    cudaEvent_t done;
+  };
+  std::mutex mu_;
+  std::multimap<size_t, Block> free_;
+  std::unordered_map<void*, size_t> live_;
+};
+
+// Created on first use and never destroyed: tensors held in static variables are freed during
+// process exit, possibly after the CUDA runtime itself has shut down, and must still find their
+// allocator (they only return blocks to its map then).
+CachingAllocator& caching() {
+  static CachingAllocator* a = new CachingAllocator();
+  return *a;
+}
+PinnedAllocator& pinned() {
+  static PinnedAllocator* a = new PinnedAllocator();
+  return *a;
+}
+
+int pick(int index) { return index < 0 ? current_device() : index; }
+
+void check_stats_index(int index) {
+  if (!is_available()) throw DeviceError(std::string("cuda memory statistics: ") + unavailable_reason());
+  if (index < 0 || index >= device_count()) {
+    throw DeviceError("cuda memory statistics: cuda:" + std::to_string(index) +
+                      " does not exist (this process sees " + std::to_string(device_count()) +
+                      " device(s))");
+  }
+}
+
+template <typename F>
+auto stat(int index, F f) {
+  index = pick(index);
+  check_stats_index(index);
+  return caching().with_cache(index, f);
+}
+
+}  // namespace
+
+namespace detail {
+Allocator* device_allocator() { return &caching(); }
+Allocator* pinned_allocator() { return &pinned(); }
+}  // namespace detail
+
+int64_t memory_allocated(int index) { return stat(index, [](DeviceCache& c) { return c.allocated; }); }
+int64_t memory_reserved(int index) { return stat(index, [](DeviceCache& c) { return c.reserved; }); }
+int64_t max_memory_allocated(int index) { return stat(index, [](DeviceCache& c) { return c.peak; }); }
+void reset_peak_memory_stats(int index) {
+  stat(index, [](DeviceCache& c) {
+    c.peak = c.allocated;
+    return 0;
+  });
+}
+AllocatorStats allocator_stats(int index) { return stat(index, [](DeviceCache& c) { return c.stats; }); }
+void empty_cache() {
+  if (is_available()) caching().empty_cache();
+}
+
+}  // namespace ember::cuda

@@ -1,0 +1,235 @@
+// ember/kernels/cuda/cross_entropy.cu — fused softmax + negative log-likelihood on the GPU.
+//
+// Dimension letters: N rows (samples), C classes. logits is a contiguous [N, C], target [N]
+// int64, weight [C] optional (nullptr = all ones). The math and its derivation are in
+// kernels/cpu/cross_entropy.h; this file computes the same numbers with the same roundings
+// where it can (the sums run in double, in a different but fixed order, and CUDA's exp/log may
+// differ from the host libm in the last ulp).
+//
+// Three kernels:
+//   ce_forward_rows_kernel   one warp per row: row max, sum of exponentials, lse_i, loss_i
+//   ce_reduce_kernel         one block: sum of loss and of the weights -> out[0], weight_sum[0]
+//   ce_backward_kernel       one thread per element of dlogits
+// The reduction stays on the device (no copy to the host, so the host never waits) and is
+// deterministic: a single block with a fixed assignment of rows to threads and a fixed tree
+// order, no floating-point atomics, so the same input always gives the same bits.
+#include "kernels/cuda/cross_entropy.h"
+
+#include <cmath>
+
+#include "kernels/cuda/launch.cuh"
+
+namespace ember::kernels::cuda {
+
+namespace {
+
+constexpr int kWarp = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// exp in the element type: expf for float, exp for double (the precise functions, as
+// std::exp(float) / std::exp(double) on the CPU; never the __expf intrinsic).
+__device__ inline float exp_t(float x) { return expf(x); }
+__device__ inline double exp_t(double x) { return exp(x); }
+
+// a * b rounded on its own. A plain `a * b - c` may be contracted by nvcc into one fused
+// multiply-add (a single rounding); the CPU kernel stores the product first and subtracts
+// later, so the _rn intrinsics (which are never contracted) keep the two roundings.
+__device__ inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ inline double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+
+// The larger of a and b, keeping a on ties and when b is NaN: exactly std::max(a, b) as the
+// CPU kernel's row max uses it (so a NaN logit never becomes the max; it surfaces through the
+// sum of exponentials instead, as on the CPU).
+template <typename T>
+__device__ inline T max_keep(T a, T b) {
+  return (a < b) ? b : a;
+}
+
+// Butterfly reductions over the 32 lanes of a warp: after log2(32) = 5 exchanges every lane
+// holds the result. The pairing is fixed, so the result is the same on every run.
+template <typename T>
+__device__ inline T warp_max(T v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v = max_keep(v, __shfl_xor_sync(kFullMask, v, offset));
+  return v;
+}
+__device__ inline double warp_sum(double v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
+  return v;
+}
+
+// ---- forward: one warp per row -------------------------------------------------------------
+//
+// One warp (32 threads) computes one row i; a block of kBlock threads holds kBlock / 32 warps,
+// so it handles that many rows at a time, and warps stride over the rows (grid-stride by
+// warps) when N is larger than the grid.
+// Memory: lane l reads logits[i, l], logits[i, l + 32], ... — at each step the 32 lanes read 32
+// consecutive elements of the row, one coalesced 128-byte (float) or 256-byte (double)
+// transaction. The row is read twice (max, then sum of exponentials); the second pass mostly
+// hits L1/L2. No shared memory: partial results are combined with warp shuffles.
+// Each lane accumulates its share of sum exp(x - m) in double, then the warp adds the 32
+// partial sums; lane 0 writes lse[i] and loss[i].
+// Trade-off: for small C (MNIST's 10) most lanes of the warp idle; for a very large C with few
+// rows (N = 1, C = 10^6) one warp walks the whole row. A block per row would be faster there;
+// a warp per row is the simple choice that is efficient for the common N >> 32, C ~ 10..10^4.
+template <typename T>
+__global__ void ce_forward_rows_kernel(int64_t N, int64_t C, const T* __restrict__ logits,
+                                       const int64_t* __restrict__ target,
+                                       const T* __restrict__ weight, int64_t ignore_index,
+                                       T* __restrict__ loss, T* __restrict__ lse) {
+  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  const int64_t warp_id = global_thread_id() / kWarp;
+  const int64_t warp_count = global_thread_count() / kWarp;
+  // Every lane of a warp has the same i, so the loop (and every branch inside that depends
+  // only on i or on warp-reduced values) is uniform across the warp, as the shuffles require.
+  for (int64_t i = warp_id; i < N; i += warp_count) {
+    const T* row = logits + i * C;
+    T m = static_cast<T>(-INFINITY);
+    for (int64_t c = lane; c < C; c += kWarp) m = max_keep(m, row[c]);
+    m = warp_max(m);
+    double l;
+    if (isinf(m)) {
+      l = static_cast<double>(m);  // all -inf (lse -inf) or a +inf logit, as on the CPU
+    } else {
+      double s = 0.0;
+      for (int64_t c = lane; c < C; c += kWarp) s += exp(static_cast<double>(row[c] - m));
+      s = warp_sum(s);
+      l = static_cast<double>(m) + log(s);
+    }
+    if (lane == 0) {
+      lse[i] = static_cast<T>(l);
+      const int64_t t = target[i];
+      if (t == ignore_index) {
+        loss[i] = T(0);
+      } else {
+        const double w = weight ? static_cast<double>(weight[t]) : 1.0;
+        loss[i] = static_cast<T>(w * (l - static_cast<double>(row[t])));
+      }
+    }
+  }
+}
+
+// ---- forward: the reduction, one block -----------------------------------------------------
+//
+// One block of kReduceBlock threads reduces all N rows. Thread j adds rows j, j + kReduceBlock,
+// j + 2 * kReduceBlock, ... (consecutive threads read consecutive loss[] and target[] entries:
+// coalesced), in double: the sum of the stored loss values, and the weight w_t of every row
+// that is not ignored (recomputed from target and weight, so no per-row weight buffer is
+// needed). Shared memory holds the kReduceBlock partial sums of each; a tree halves them until
+// thread 0 holds the totals and writes weight_sum[0] and out[0].
+// One block is enough: the reduction reads 2N values, next to the N * C exponentials of the
+// row kernel; a single block also makes the order of the additions fixed (deterministic).
+constexpr int kReduceBlock = 512;
+
+template <typename T>
+__global__ void ce_reduce_kernel(int64_t N, const T* __restrict__ loss,
+                                 const int64_t* __restrict__ target, const T* __restrict__ weight,
+                                 int64_t ignore_index, int reduction, T* __restrict__ out,
+                                 T* __restrict__ weight_sum) {
+  __shared__ double s_loss[kReduceBlock];
+  __shared__ double s_weight[kReduceBlock];
+  double sl = 0.0, sw = 0.0;
+  for (int64_t i = threadIdx.x; i < N; i += blockDim.x) {
+    sl += static_cast<double>(loss[i]);
+    const int64_t t = target[i];
+    if (t != ignore_index) sw += weight ? static_cast<double>(weight[t]) : 1.0;
+  }
+  s_loss[threadIdx.x] = sl;
+  s_weight[threadIdx.x] = sw;
+  __syncthreads();
+  for (int half = kReduceBlock / 2; half > 0; half /= 2) {
+    if (static_cast<int>(threadIdx.x) < half) {
+      s_loss[threadIdx.x] += s_loss[threadIdx.x + half];
+      s_weight[threadIdx.x] += s_weight[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    const double total_loss = s_loss[0], total_weight = s_weight[0];
+    if (weight_sum) weight_sum[0] = static_cast<T>(total_weight);
+    // Mean: sum loss / sum w, an IEEE division in double: 0 / 0 (every row ignored) is nan,
+    // as in PyTorch and on the CPU.
+    if (out) out[0] = static_cast<T>(reduction == 2 ? total_loss / total_weight : total_loss);
+  }
+}
+
+// ---- backward: one thread per element ------------------------------------------------------
+//
+// One thread computes one element e = i * C + c of dlogits (grid-stride over N * C):
+//   dlogits[i, c] = gw_i * exp(logits[i, c] - lse_i) - (c == t ? gw_i : 0)
+//   gw_i = (T)(scale * grad[i * grad_stride] * w_t),  scale = 1 / divisor[0] (or 1)
+// Memory: consecutive threads read consecutive logits and write consecutive dlogits
+// (coalesced); target[i], lse[i], grad and weight[t] are the same for the whole row, so the
+// threads of a row read them from the same address (one cached load, broadcast). No shared
+// memory. The roundings follow the CPU kernel: gw_i rounded to T once, the product
+// gw_i * exp(.) rounded, then gw_i subtracted at the target class.
+template <typename T>
+__global__ void ce_backward_kernel(int64_t N, int64_t C, const T* __restrict__ logits,
+                                   const int64_t* __restrict__ target,
+                                   const T* __restrict__ weight, int64_t ignore_index,
+                                   const T* __restrict__ lse, const T* __restrict__ grad,
+                                   int64_t grad_stride, const T* __restrict__ divisor,
+                                   T* __restrict__ dlogits) {
+  const int64_t total = N * C;
+  // The divisor of the mean lives on the device (written by ce_reduce_kernel): read it here
+  // rather than on the host, so the host never waits for the forward to finish.
+  const double scale = divisor ? 1.0 / static_cast<double>(divisor[0]) : 1.0;
+  for (int64_t e = global_thread_id(); e < total; e += global_thread_count()) {
+    const int64_t i = e / C;
+    const int64_t c = e - i * C;
+    const int64_t t = target[i];
+    if (t == ignore_index) {
+      dlogits[e] = T(0);
+      continue;
+    }
+    const double w = weight ? static_cast<double>(weight[t]) : 1.0;
+    const T gw = static_cast<T>(scale * static_cast<double>(grad[i * grad_stride]) * w);
+    T v = mul_rn(gw, exp_t(logits[e] - lse[i]));
+    if (c == t) v -= gw;
+    dlogits[e] = v;
+  }
+}
+
+}  // namespace
+
+void cross_entropy_forward(DType dtype, int64_t N, int64_t C, const void* logits,
+                           const int64_t* target, const void* weight, int64_t ignore_index,
+                           void* loss, void* lse, int reduction, void* out, void* weight_sum) {
+  EMBER_DISPATCH_FLOAT(dtype, "cross_entropy", [&] {
+    const auto* x = static_cast<const scalar_t*>(logits);
+    const auto* w = static_cast<const scalar_t*>(weight);
+    if (N > 0) {
+      // kBlock / 32 rows per block; grid_for caps the grid and the warps stride over the rest.
+      constexpr int kRowsPerBlock = kBlock / kWarp;
+      ce_forward_rows_kernel<scalar_t><<<grid_for(N, kRowsPerBlock), kBlock, 0, stream()>>>(
+          N, C, x, target, w, ignore_index, static_cast<scalar_t*>(loss),
+          static_cast<scalar_t*>(lse));
+      EMBER_LAUNCH_CHECK("ce_forward_rows_kernel");
+    }
+    // Sum and mean write their 0-d results even for N = 0 (sum 0, mean nan).
+    if (reduction != 0 && (out != nullptr || weight_sum != nullptr)) {
+      ce_reduce_kernel<scalar_t><<<1, kReduceBlock, 0, stream()>>>(
+          N, static_cast<const scalar_t*>(loss), target, w, ignore_index, reduction,
+          static_cast<scalar_t*>(out), static_cast<scalar_t*>(weight_sum));
+      EMBER_LAUNCH_CHECK("ce_reduce_kernel");
+    }
+  });
+}
+
+void cross_entropy_backward(DType dtype, int64_t N, int64_t C, const void* logits,
+                            const int64_t* target, const void* weight, int64_t ignore_index,
+                            const void* lse, const void* grad, int64_t grad_stride,
+                            const void* divisor, void* dlogits) {
+  EMBER_DISPATCH_FLOAT(dtype, "cross_entropy", [&] {
+    const int64_t total = N * C;
+    if (total == 0) return;
+    ce_backward_kernel<scalar_t><<<grid_for(total), kBlock, 0, stream()>>>(
+        N, C, static_cast<const scalar_t*>(logits), target,
+        static_cast<const scalar_t*>(weight), ignore_index, static_cast<const scalar_t*>(lse),
+        static_cast<const scalar_t*>(grad), grad_stride, static_cast<const scalar_t*>(divisor),
+        static_cast<scalar_t*>(dlogits));
+    EMBER_LAUNCH_CHECK("ce_backward_kernel");
+  });
+}
+
+}  // namespace ember::kernels::cuda

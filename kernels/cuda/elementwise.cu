@@ -1,0 +1,464 @@
+// ember/kernels/cuda/elementwise.cu — unary math, binary arithmetic, comparisons, where,
+// casting copies, fills and arange on the GPU.
+//
+// Every op here is "one output element from the same-position elements of its inputs", so the
+// file is built from two pieces:
+//
+//   a functor per op     (UnaryFn, BinaryFn, CompareFn, WhereFn, CastFn, FillFn): what one
+//                        element computes, with exactly the math of kernels/cpu/elementwise.cpp;
+//   one kernel family    that applies any functor to every element of a StridedLoop:
+//     contiguous_kernel  every operand is one dense run (the common case after coalescing):
+//                        element i of each operand sits at index i, and when all pointers are
+//                        suitably aligned each thread moves 16 bytes per load/store (a float4,
+//                        a double2, 16 uint8...) instead of one element;
+//     strided_kernel     anything else (transposed views, slices, broadcast operands with
+//                        stride 0): each thread finds the offsets of its element with
+//                        loop_offsets() from kernels/loop.h.
+//
+// The op inside a functor is a runtime switch, not a template parameter: the branch is the
+// same for every thread of a launch (no divergence, and it costs next to nothing beside the
+// memory traffic), and it keeps the number of kernels nvcc must build — for every GPU
+// architecture — to one pair per dtype instead of one per (op, dtype).
+//
+// Integer division by zero: on the CPU it raises SIGFPE and kills the process (the CPU kernel
+// does not special-case it); on the GPU it does not trap — the quotient is an unspecified value
+// (in practice all bits set). Nothing here checks for it, so the result is garbage, not a crash.
+// The same holds for INT64_MIN / -1, which also traps on x86.
+#include "kernels/cuda/elementwise.h"
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "kernels/cuda/launch.cuh"
+
+namespace ember::kernels::cuda {
+
+namespace {
+
+// ---- value conversion --------------------------------------------------------------------------
+
+// static_cast with two fixes that make the GPU agree with the CPU:
+//  - to bool, any nonzero value (NaN included) is true, as a C++ bool conversion;
+//  - float -> uint8 goes through int64. Out-of-range float -> uint8 is undefined in C++; x86
+//    truncates to an integer and keeps the low byte (-1.0 -> 255) while the GPU's conversion
+//    instruction saturates (-1.0 -> 0). Going through int64 gives the x86 answer on both sides.
+// (Out-of-range float -> int64, and NaN -> int64, still differ: x86 gives INT64_MIN, the GPU
+// saturates. Those are undefined in C++ too and no ember op relies on them.)
+template <typename To, typename From>
+__host__ __device__ inline To convert(From x) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);
+  } else if constexpr (std::is_same_v<To, uint8_t> && std::is_floating_point_v<From>) {
+    return static_cast<uint8_t>(static_cast<int64_t>(x));
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+// ---- device math in the element type -------------------------------------------------------
+// The precise CUDA functions (expf for float, exp for double, ...), never the __expf-style
+// intrinsics: the same functions std::exp(float) / std::exp(double) pick on the CPU.
+__device__ inline float exp_t(float x) { return expf(x); }
+__device__ inline double exp_t(double x) { return exp(x); }
+__device__ inline float log_t(float x) { return logf(x); }
+__device__ inline double log_t(double x) { return log(x); }
+__device__ inline float sqrt_t(float x) { return sqrtf(x); }
+__device__ inline double sqrt_t(double x) { return sqrt(x); }
+__device__ inline float tanh_t(float x) { return tanhf(x); }
+__device__ inline double tanh_t(double x) { return tanh(x); }
+__device__ inline float pow_t(float x, float p) { return powf(x, p); }
+__device__ inline double pow_t(double x, double p) { return pow(x, p); }
+__device__ inline float abs_t(float x) { return fabsf(x); }
+__device__ inline double abs_t(double x) { return fabs(x); }
+
+// a * b rounded on its own. nvcc contracts `c + a * b` into one fused multiply-add (a single
+// rounding); the _rn intrinsics are never contracted, so `c + mul_rn(a, b)` rounds twice, as
+// the expression is written (and as the CPU computes it).
+__device__ inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ inline double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+
+// ---- the functors: one element each ------------------------------------------------------------
+
+// out = op(in). Float dtypes follow the CPU's contiguous (Eigen) path: abs(-0) = +0,
+// sign(NaN) = NaN, relu(NaN) = NaN, relu(-0) = -0, pow(x, 2) = x * x, pow(x, 0.5) = sqrt(x).
+// Integer dtypes follow the CPU's scalar definition: transcendental ops run in double and
+// convert back; -x and x * x wrap for uint8 exactly as the C++ integer promotions do.
+template <typename T>
+struct UnaryFn {
+  UnaryOp op;
+  double param;  // the exponent for Pow
+
+  __device__ T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      switch (op) {
+        case UnaryOp::Neg: return -x;
+        case UnaryOp::Exp: return exp_t(x);
+        case UnaryOp::Log: return log_t(x);
+        case UnaryOp::Sqrt: return sqrt_t(x);
+        case UnaryOp::Abs: return abs_t(x);
+        case UnaryOp::Sign:
+          if (x != x) return x;  // NaN stays NaN
+          return static_cast<T>((T(0) < x) - (x < T(0)));
+        case UnaryOp::Relu: return x < T(0) ? T(0) : x;
+        case UnaryOp::Sigmoid: return T(1) / (T(1) + exp_t(-x));
+        case UnaryOp::Tanh: return tanh_t(x);
+        case UnaryOp::Pow: {
+          if (param == 2.0) return x * x;
+          if (param == 0.5) return sqrt_t(x);
+          return pow_t(x, static_cast<T>(param));
+        }
+        case UnaryOp::Square: return x * x;
+      }
+      return x;
+    } else {
+      const double xd = static_cast<double>(x);
+      switch (op) {
+        case UnaryOp::Neg: return static_cast<T>(-x);
+        case UnaryOp::Exp: return convert<T>(exp(xd));
+        case UnaryOp::Log: return convert<T>(log(xd));
+        case UnaryOp::Sqrt: return convert<T>(sqrt(xd));
+        case UnaryOp::Abs:
+          if constexpr (std::is_signed_v<T>) return x < T(0) ? static_cast<T>(-x) : x;
+          else return x;
+        case UnaryOp::Sign:
+          if constexpr (std::is_signed_v<T>) return static_cast<T>((T(0) < x) - (x < T(0)));
+          else return static_cast<T>(x > T(0) ? 1 : 0);
+        case UnaryOp::Relu: return x > T(0) ? x : T(0);
+        case UnaryOp::Sigmoid: return convert<T>(1.0 / (1.0 + exp(-xd)));
+        case UnaryOp::Tanh: return convert<T>(tanh(xd));
+        // The CPU casts the exponent to the element type first (pow(x, 2.7) on int64 is x^2).
+        case UnaryOp::Pow: return convert<T>(pow(xd, static_cast<double>(convert<T>(param))));
+        case UnaryOp::Square: return static_cast<T>(x * x);
+      }
+      return x;
+    }
+  }
+};
+
+// out = a (op) b; for the *Backward ops a is the incoming gradient and b the saved output y.
+template <typename T>
+struct BinaryFn {
+  BinaryOp op;
+  T alpha;  // Add / Sub: a + alpha * b, a - alpha * b (alpha converted to T, as on the CPU)
+
+  __device__ T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      switch (op) {
+        case BinaryOp::Add: return alpha == T(1) ? a + b : a + mul_rn(alpha, b);
+        case BinaryOp::Sub: return alpha == T(1) ? a - b : a - mul_rn(alpha, b);
+        case BinaryOp::Mul: return a * b;
+        case BinaryOp::Div: return a / b;
+        case BinaryOp::ReluBackward: return b > T(0) ? a : T(0);
+        case BinaryOp::SigmoidBackward: return a * b * (T(1) - b);
+        case BinaryOp::TanhBackward: return a * (T(1) - mul_rn(b, b));
+      }
+      return a;
+    } else {
+      // Integer arithmetic in the promoted type, converted back (uint8 wraps modulo 256).
+      switch (op) {
+        case BinaryOp::Add: return static_cast<T>(a + alpha * b);
+        case BinaryOp::Sub: return static_cast<T>(a - alpha * b);
+        case BinaryOp::Mul: return static_cast<T>(a * b);
+        case BinaryOp::Div: return static_cast<T>(a / b);  // b == 0: see the file comment
+        case BinaryOp::ReluBackward: return b > T(0) ? a : T(0);
+        case BinaryOp::SigmoidBackward: return static_cast<T>(a * b * (T(1) - b));
+        case BinaryOp::TanhBackward: return static_cast<T>(a * (T(1) - b * b));
+      }
+      return a;
+    }
+  }
+};
+
+// out (bool) = a (cmp) b. NaN compares false with everything except under Ne, as in C++.
+template <typename T>
+struct CompareFn {
+  CompareOp op;
+
+  __device__ bool operator()(T a, T b) const {
+    switch (op) {
+      case CompareOp::Eq: return a == b;
+      case CompareOp::Ne: return a != b;
+      case CompareOp::Lt: return a < b;
+      case CompareOp::Le: return a <= b;
+      case CompareOp::Gt: return a > b;
+      case CompareOp::Ge: return a >= b;
+    }
+    return false;
+  }
+};
+
+// out = cond ? a : b. Pure data movement, so it runs on unsigned words of the element's size
+// (1, 4 or 8 bytes): bit-exact for every dtype (NaN payloads, -0.0) and only three kernels.
+template <typename U>
+struct WhereFn {
+  __device__ U operator()(bool cond, U a, U b) const { return cond ? a : b; }
+};
+
+// dst = src converted (see convert() above for bool and float -> uint8).
+template <typename To, typename From>
+struct CastFn {
+  __device__ To operator()(From x) const { return convert<To>(x); }
+};
+
+// out = a fixed bit pattern of the element's size (the value converted on the host).
+template <typename U>
+struct FillFn {
+  U bits;
+  __device__ U operator()() const { return bits; }
+};
+
+// ---- 16-byte vectors ---------------------------------------------------------------------------
+
+// Bytes one thread moves per operand and step on the vectorized path: 16 is the widest load
+// a GPU thread can issue (ld.global.v4.u32), and wide loads mean fewer instructions and fewer,
+// fuller memory transactions per byte.
+constexpr int kVecBytes = 16;
+
+// V elements of T that are loaded and stored as one aligned word.
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+// The unsigned word of a given byte size (the type a vector travels as).
+template <int Bytes> struct WordOf;
+template <> struct WordOf<1> { using type = uint8_t; };
+template <> struct WordOf<2> { using type = uint16_t; };
+template <> struct WordOf<4> { using type = uint32_t; };
+template <> struct WordOf<8> { using type = uint64_t; };
+template <> struct WordOf<16> { using type = uint4; };
+
+// One load of V consecutive elements as a single word (p must be aligned to sizeof(T) * V).
+// The memcpy into the register-held Vec is a free reinterpretation of the loaded bits.
+template <int V, typename T>
+__device__ inline Vec<T, V> load_vec(const T* p) {
+  using W = typename WordOf<static_cast<int>(sizeof(T)) * V>::type;
+  const W w = *reinterpret_cast<const W*>(p);
+  Vec<T, V> r;
+  memcpy(&r, &w, sizeof(r));
+  return r;
+}
+
+template <int V, typename T>
+__device__ inline void store_vec(T* p, const Vec<T, V>& r) {
+  using W = typename WordOf<static_cast<int>(sizeof(T)) * V>::type;
+  W w;
+  memcpy(&w, &r, sizeof(w));
+  *reinterpret_cast<W*>(p) = w;
+}
+
+// f applied lane by lane to V elements of each input.
+template <int V, typename Out, typename F, typename... In>
+__device__ inline Vec<Out, V> apply_vec(const F& f, const Vec<In, V>&... x) {
+  Vec<Out, V> o;
+#pragma unroll
+  for (int e = 0; e < V; ++e) o.v[e] = f(x.v[e]...);
+  return o;
+}
+
+// f applied to the elements at offsets off[1], off[2], ... of the inputs (off[0] is the output's).
+template <typename F, size_t... I, typename... In>
+__device__ inline auto apply_at(const F& f, const int64_t* off, std::index_sequence<I...>,
+                                const In*... in) {
+  return f(in[off[I + 1]]...);
+}
+
+// The largest element size among the operands: it fixes how many elements make one vector.
+template <typename... Ts>
+constexpr int max_size() {
+  int m = 1;
+  ((m = static_cast<int>(sizeof(Ts)) > m ? static_cast<int>(sizeof(Ts)) : m), ...);
+  return m;
+}
+
+template <int V, typename T>
+bool vec_aligned(const T* p) {
+  return reinterpret_cast<uintptr_t>(p) % (sizeof(T) * V) == 0;
+}
+
+// ---- the kernels ---------------------------------------------------------------------------------
+
+// Contiguous path: out[i] = f(in0[i], in1[i], ...) for i in [0, n), every operand dense.
+// One thread computes V consecutive elements per step (V = 16 bytes / the largest element size:
+// a float4 for float, a double2 for double, 4 floats -> 4 bools for a comparison), then moves
+// on by the total number of threads (grid-stride), so any n is covered by any grid.
+// Memory: in one step the threads of a warp touch 32 consecutive 16-byte vectors — a 512-byte
+// contiguous span per operand, the widest fully coalesced access there is.
+// `vectorized` is false when some pointer is not aligned to its vector size (a view that starts
+// mid-vector); then the same kernel runs one element per thread per step (still coalesced:
+// consecutive threads, consecutive elements). Either way the last n % V elements are done one
+// per thread in the scalar loop. No shared memory.
+template <int V, typename F, typename Out, typename... In>
+__global__ void __launch_bounds__(kBlock)
+    contiguous_kernel(int64_t n, bool vectorized, F f, Out* out, const In*... in) {
+  const int64_t tid = global_thread_id();
+  const int64_t nthreads = global_thread_count();
+  int64_t scalar_start = 0;
+  if (vectorized) {
+    const int64_t nvec = n / V;
+    for (int64_t v = tid; v < nvec; v += nthreads) {
+      const int64_t base = v * V;
+      store_vec<V>(out + base, apply_vec<V, Out>(f, load_vec<V>(in + base)...));
+    }
+    scalar_start = nvec * V;
+  }
+  for (int64_t i = scalar_start + tid; i < n; i += nthreads) out[i] = f(in[i]...);
+}
+
+// General path: element i of the loop (row-major over L.shape, i in [0, L.numel)) is
+// out[off0] = f(in0[off1], in1[off2], ...) with off = loop_offsets(L, i). One thread per element
+// per step, grid-stride. L (shape and strides, a few hundred bytes) is passed by value, so it
+// sits in the kernel's constant parameter space, read by all threads at broadcast speed.
+// Memory: i walks the loop's shape in row-major order, which for a freshly allocated output
+// is its memory order, so consecutive threads write consecutive output elements (coalesced);
+// inputs are read at their own strides (a transposed input reads with a stride — the price of
+// not copying it; a broadcast input has stride 0 and is one cached value). A 1-d loop (e.g. tensor op scalar, a
+// strided 1-d view) skips the div/mod walk: off[k] = i * stride[k]. No shared memory.
+template <typename F, typename Out, typename... In>
+__global__ void __launch_bounds__(kBlock)
+    strided_kernel(StridedLoop<1 + sizeof...(In)> L, F f, Out* out, const In*... in) {
+  constexpr int N = 1 + static_cast<int>(sizeof...(In));
+  const int64_t nthreads = global_thread_count();
+  for (int64_t i = global_thread_id(); i < L.numel; i += nthreads) {
+    int64_t off[N];
+    if (L.ndim == 1) {
+#pragma unroll
+      for (int k = 0; k < N; ++k) off[k] = i * L.strides[k][0];
+    } else {
+      loop_offsets(L, i, off);
+    }
+    out[off[0]] = apply_at(f, off, std::index_sequence_for<In...>{}, in...);
+  }
+}
+
+// The one launcher: picks the path, checks alignment, launches on ember's stream.
+template <typename F, typename Out, typename... In>
+void launch_elementwise(const StridedLoop<1 + sizeof...(In)>& L, const F& f, Out* out,
+                        const In*... in) {
+  const int64_t n = L.numel;
+  if (n <= 0) return;  // nothing to do (and a 0-block grid would be a launch error)
+  if (L.is_contiguous()) {
+    constexpr int V = kVecBytes / max_size<Out, In...>();
+    const bool vectorized = vec_aligned<V>(out) && (vec_aligned<V>(in) && ...);
+    const int64_t items = vectorized ? (n + V - 1) / V : n;
+    contiguous_kernel<V><<<grid_for(items), kBlock, 0, stream()>>>(n, vectorized, f, out, in...);
+    EMBER_LAUNCH_CHECK("elementwise contiguous_kernel");
+  } else {
+    strided_kernel<<<grid_for(n), kBlock, 0, stream()>>>(L, f, out, in...);
+    EMBER_LAUNCH_CHECK("elementwise strided_kernel");
+  }
+}
+
+// arange: out[i] = start + i * step for i in [0, n), computed in double and converted, as the
+// CPU factory does. One thread per element per step (grid-stride); consecutive threads write
+// consecutive elements, so the stores are coalesced. No loads, no shared memory.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    arange_kernel(T* out, int64_t n, double start, double step) {
+  const int64_t nthreads = global_thread_count();
+  for (int64_t i = global_thread_id(); i < n; i += nthreads)
+    out[i] = convert<T>(start + static_cast<double>(i) * step);
+}
+
+// The unsigned word type of T's size: pure data movement (where, same-dtype copies, fills)
+// runs on it, so uint8 and bool share one kernel, float32 has its own, and float64 and int64
+// share another.
+template <typename T>
+using word_t = typename WordOf<static_cast<int>(sizeof(T))>::type;
+
+}  // namespace
+
+void unary(UnaryOp op, DType dtype, const StridedLoop<2>& L, void* out, const void* in,
+           double param) {
+  EMBER_DISPATCH_NUMERIC(dtype, "unary", [&] {
+    launch_elementwise(L, UnaryFn<scalar_t>{op, param}, static_cast<scalar_t*>(out),
+                       static_cast<const scalar_t*>(in));
+  });
+}
+
+void binary(BinaryOp op, DType dtype, const StridedLoop<3>& L, void* out, const void* a,
+            const void* b, double alpha) {
+  EMBER_DISPATCH_NUMERIC(dtype, "binary", [&] {
+    launch_elementwise(L, BinaryFn<scalar_t>{op, static_cast<scalar_t>(alpha)},
+                       static_cast<scalar_t*>(out), static_cast<const scalar_t*>(a),
+                       static_cast<const scalar_t*>(b));
+  });
+}
+
+void compare(CompareOp op, DType dtype, const StridedLoop<3>& L, bool* out, const void* a,
+             const void* b) {
+  EMBER_DISPATCH_ALL(dtype, "compare", [&] {
+    launch_elementwise(L, CompareFn<scalar_t>{op}, out, static_cast<const scalar_t*>(a),
+                       static_cast<const scalar_t*>(b));
+  });
+}
+
+void where(DType dtype, const StridedLoop<4>& L, void* out, const bool* cond, const void* a,
+           const void* b) {
+  EMBER_DISPATCH_ALL(dtype, "where", [&] {
+    using U = word_t<scalar_t>;
+    launch_elementwise(L, WhereFn<U>{}, static_cast<U*>(out), cond, static_cast<const U*>(a),
+                       static_cast<const U*>(b));
+  });
+}
+
+void copy(DType dst_dtype, DType src_dtype, const StridedLoop<2>& L, void* dst, const void* src) {
+  if (L.numel <= 0) return;
+  if (dst_dtype == src_dtype) {
+    // Same dtype: the bytes themselves. A dense run is one device-to-device memcpy (the copy
+    // engine's bandwidth, the yardstick of the benchmarks); a strided one moves words.
+    if (L.is_contiguous()) {
+      EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(L.numel) * dtype_size(dst_dtype),
+                                       cudaMemcpyDeviceToDevice, stream()));
+      return;
+    }
+    EMBER_DISPATCH_ALL(dst_dtype, "copy", [&] {
+      using U = word_t<scalar_t>;
+      launch_elementwise(L, CastFn<U, U>{}, static_cast<U*>(dst), static_cast<const U*>(src));
+    });
+    return;
+  }
+  EMBER_DISPATCH_ALL(dst_dtype, "copy", [&] {
+    using dst_t = scalar_t;
+    EMBER_DISPATCH_ALL(src_dtype, "copy", [&] {
+      if constexpr (!std::is_same_v<dst_t, scalar_t>) {
+        launch_elementwise(L, CastFn<dst_t, scalar_t>{}, static_cast<dst_t*>(dst),
+                           static_cast<const scalar_t*>(src));
+      }
+    });
+  });
+}
+
+void fill(DType dtype, const StridedLoop<1>& L, void* out, double value) {
+  EMBER_DISPATCH_ALL(dtype, "fill", [&] {
+    using U = word_t<scalar_t>;
+    const scalar_t v = convert<scalar_t>(value);  // on the host, once
+    U bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    // A dense fill whose bytes are all equal (zeros above all: every gradient buffer starts
+    // as one) is a cudaMemsetAsync; anything else goes through the kernel.
+    unsigned char bytes[sizeof(U)];
+    std::memcpy(bytes, &bits, sizeof bits);
+    bool same_bytes = true;
+    for (size_t i = 1; i < sizeof(U); ++i) same_bytes = same_bytes && bytes[i] == bytes[0];
+    if (L.numel > 0 && L.is_contiguous() && same_bytes) {
+      EMBER_CUDA_CHECK(cudaMemsetAsync(out, bytes[0], static_cast<size_t>(L.numel) * sizeof(U),
+                                       stream()));
+      return;
+    }
+    launch_elementwise(L, FillFn<U>{bits}, static_cast<U*>(out));
+  });
+}
+
+void arange(DType dtype, void* out, int64_t n, double start, double step) {
+  if (n <= 0) return;
+  EMBER_DISPATCH_ALL(dtype, "arange", [&] {
+    arange_kernel<scalar_t><<<grid_for(n), kBlock, 0, stream()>>>(static_cast<scalar_t*>(out), n,
+                                                                   start, step);
+    EMBER_LAUNCH_CHECK("arange_kernel");
+  });
+}
+
+}  // namespace ember::kernels::cuda

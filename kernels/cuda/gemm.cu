@@ -1,0 +1,202 @@
+// ember/kernels/cuda/gemm.cu — matrix multiply on CUDA through cuBLAS ("kernel 0" of any GEMM
+// ladder: the vendor library every hand-written GEMM is measured against).
+//
+// ember's request is row-major, cuBLAS is column-major. kernels/cuda/gemm_plan.h writes out, once
+// and in full, why the row-major C = op(A) @ op(B) is the column-major C^T = op(B)^T @ op(A)^T
+// with the operands and M/N swapped and each transpose flag kept; tests/test_gemm_plan.cpp proves
+// that mapping on the CPU. This file only checks the request, picks the precision and makes the
+// call.
+//
+// Precision. Both dtypes go through cublasGemmEx / cublasGemmStridedBatchedEx, which take the
+// compute type per call:
+//   float64  CUBLAS_COMPUTE_64F
+//   float32  CUBLAS_COMPUTE_32F (exact FP32 products and sums: the default, as ember's style asks)
+//            or, after cuda::set_allow_tf32(true), CUBLAS_COMPUTE_32F_FAST_TF32: the inputs are
+//            rounded to TF32 (10-bit mantissa) and multiplied on the tensor cores, accumulating in
+//            FP32 — several times the throughput on Ampere and later, PyTorch's allow_tf32.
+// Choosing it per call, instead of with cublasSetMathMode on the handle, keeps the handle free of
+// mode state: a switch flipped by one thread can never leak into a GEMM another thread is
+// setting up with the same handle.
+//
+// Handles. cublasCreate is slow (it allocates and initialises per-device state) and a handle is
+// tied to the device that was current when it was made, so there is one per device, created on
+// first use under a mutex and then read without locking. Threads share it: the cuBLAS docs allow
+// one handle in several host threads as long as its configuration is not changed under them, and
+// the only setting ember makes — the stream — always has the same value. All of ember's work is on
+// that one in-order stream, so GEMMs on a device run one after another and the handle's workspace
+// is never used by two of them at once.
+//
+// The handles are never destroyed. A static object's destructor would run cublasDestroy during
+// process exit, and the order of those destructors against the CUDA runtime's own teardown (which
+// also runs at exit and unloads the context the handle lives in) is not under our control: a
+// cublasDestroy after the context is gone can fail or crash a program that did nothing wrong. The
+// driver reclaims everything a process held when it exits, so leaking them costs nothing.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "core/cuda.h"
+#include "core/error.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemm_plan.h"
+#include "kernels/cuda/launch.cuh"
+
+// ---- the TF32 switch (declared in core/cuda.h) --------------------------------------------------
+namespace ember::cuda {
+
+namespace {
+std::atomic<bool> g_allow_tf32{false};  // exactness first: off until the user turns it on
+}  // namespace
+
+void set_allow_tf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
+bool allow_tf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
+
+}  // namespace ember::cuda
+
+namespace ember::kernels::cuda {
+
+namespace {
+
+// Throws DeviceError "cublasGemmEx failed at <file>:<line>: CUBLAS_STATUS_... (<description>)"
+// for any status but success; an allocation failure inside cuBLAS is an OutOfMemoryError.
+void check_cublas(cublasStatus_t status, const char* call, const char* file, int line) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  // `call` is the whole stringified expression; its name is what comes before the '('.
+  std::string name(call);
+  name = name.substr(0, name.find('('));
+  const std::string message =
+      detail::concat(name, " failed at ", file, ":", line, ": ", cublasGetStatusName(status), " (",
+                     cublasGetStatusString(status), ")");
+  if (status == CUBLAS_STATUS_ALLOC_FAILED)
+    throw OutOfMemoryError(message + ": cuBLAS could not allocate its workspace; free tensors or "
+                                     "call ember::cuda::empty_cache()");
+  throw DeviceError(message);
+}
+
+#define EMBER_CUBLAS_CHECK(call) \
+  ::ember::kernels::cuda::check_cublas((call), #call, __FILE__, __LINE__)
+
+// One handle per device index; a zero-initialised array of atomics has no destructor (see the
+// comment at the top for why the handles must outlive everything).
+constexpr int kMaxDevices = 64;
+std::atomic<cublasHandle_t> g_handles[kMaxDevices] = {};
+std::mutex g_handles_mutex;
+
+// The current device's handle, bound to ember's stream.
+cublasHandle_t current_handle() {
+  int device = 0;
+  EMBER_CUDA_CHECK(cudaGetDevice(&device));
+  EMBER_CHECK_T(DeviceError, device >= 0 && device < kMaxDevices, "gemm on CUDA: device ", device,
+                " is beyond the ", kMaxDevices, " devices ember keeps cuBLAS handles for (raise "
+                "kMaxDevices in kernels/cuda/gemm.cu)");
+  cublasHandle_t handle = g_handles[device].load(std::memory_order_acquire);
+  if (handle == nullptr) {
+    const std::lock_guard<std::mutex> lock(g_handles_mutex);
+    handle = g_handles[device].load(std::memory_order_relaxed);
+    if (handle == nullptr) {
+      EMBER_CUBLAS_CHECK(cublasCreate(&handle));  // on the current device, i.e. `device`
+      g_handles[device].store(handle, std::memory_order_release);
+    }
+  }
+  EMBER_CUBLAS_CHECK(cublasSetStream(handle, stream()));
+  return handle;
+}
+
+// cuBLAS takes its sizes and leading dimensions as int.
+void check_fits_int(int64_t value, const char* what) {
+  EMBER_CHECK(value <= INT_MAX, "gemm on CUDA: ", what, " = ", value,
+              " exceeds cuBLAS's 32-bit int limit (", INT_MAX, "); split the product into "
+              "smaller ones");
+}
+
+// A row-major [rows, cols] operand needs its rows at least cols apart once it has two of them.
+void check_ld(const char* name, int64_t rows, int64_t cols, int64_t ld) {
+  EMBER_CHECK(rows <= 1 || cols == 0 || ld >= cols, "gemm on CUDA: ", name, " is stored as [",
+              rows, ", ", cols, "] with leading dimension ", ld, ", but rows must lie at least ",
+              cols, " elements apart (make the operand contiguous)");
+}
+
+cublasOperation_t op(bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+void run_gemm(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+              double alpha, const void* a, int64_t lda, int64_t stride_a, const void* b,
+              int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc, int64_t stride_c,
+              int64_t batch) {
+  EMBER_CHECK(dtype == DType::Float32 || dtype == DType::Float64, "gemm on CUDA: expected float32 "
+              "or float64, got ", dtype_name(dtype), " (convert with .to(ember::kFloat32))");
+  EMBER_CHECK(M >= 0 && N >= 0 && K >= 0 && batch >= 0, "gemm on CUDA: negative size (M ", M,
+              ", N ", N, ", K ", K, ", batch ", batch, ")");
+  // An empty result: nothing to compute (and cuBLAS would reject ldc for an empty C).
+  if (M == 0 || N == 0 || batch == 0) return;
+  // K == 0 is left to cuBLAS, which then computes C = beta * C as BLAS defines it.
+
+  check_ld("a", trans_a ? K : M, trans_a ? M : K, lda);
+  check_ld("b", trans_b ? N : K, trans_b ? K : N, ldb);
+  check_ld("c", M, N, ldc);
+  const CublasGemmArgs p =
+      plan_cublas_gemm(trans_a, trans_b, M, N, K, a, lda, stride_a, b, ldb, stride_b, c, ldc,
+                       stride_c);
+  // The batch's results must not overlap, or the products would race on them.
+  EMBER_CHECK(batch == 1 || stride_c >= (M - 1) * p.ldc + N, "gemm on CUDA: the ", batch,
+              " results overlap (stride_c ", stride_c, " for [", M, ", ", N, "] matrices with "
+              "ldc ", ldc, ")");
+  check_fits_int(p.m, "N");
+  check_fits_int(p.n, "M");
+  check_fits_int(p.k, "K");
+  check_fits_int(p.lda, "ldb");
+  check_fits_int(p.ldb, "lda");
+  check_fits_int(p.ldc, "ldc");
+  check_fits_int(batch, "batch");
+
+  // alpha and beta are read from host memory (cuBLAS's default pointer mode) before the call
+  // returns, in the compute type's precision.
+  const bool f64 = dtype == DType::Float64;
+  const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
+  const void* alpha_ptr = f64 ? static_cast<const void*>(&alpha) : &alpha_f;
+  const void* beta_ptr = f64 ? static_cast<const void*>(&beta) : &beta_f;
+  const cudaDataType_t type = f64 ? CUDA_R_64F : CUDA_R_32F;
+  const cublasComputeType_t compute =
+      f64 ? CUBLAS_COMPUTE_64F
+          : (ember::cuda::allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+
+  const cublasHandle_t handle = current_handle();
+  if (batch == 1) {
+    EMBER_CUBLAS_CHECK(cublasGemmEx(handle, op(p.transa), op(p.transb), static_cast<int>(p.m),
+                                    static_cast<int>(p.n), static_cast<int>(p.k), alpha_ptr, p.A,
+                                    type, static_cast<int>(p.lda), p.B, type,
+                                    static_cast<int>(p.ldb), beta_ptr, p.C, type,
+                                    static_cast<int>(p.ldc), compute, CUBLAS_GEMM_DEFAULT));
+  } else {
+    // Batch strides are 64-bit in cuBLAS already; 0 repeats one matrix for every product.
+    EMBER_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        handle, op(p.transa), op(p.transb), static_cast<int>(p.m), static_cast<int>(p.n),
+        static_cast<int>(p.k), alpha_ptr, p.A, type, static_cast<int>(p.lda),
+        static_cast<long long>(p.strideA), p.B, type, static_cast<int>(p.ldb),
+        static_cast<long long>(p.strideB), beta_ptr, p.C, type, static_cast<int>(p.ldc),
+        static_cast<long long>(p.strideC), static_cast<int>(batch), compute,
+        CUBLAS_GEMM_DEFAULT));
+  }
+}
+
+}  // namespace
+
+void gemm(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
+          const void* a, int64_t lda, const void* b, int64_t ldb, double beta, void* c,
+          int64_t ldc) {
+  run_gemm(dtype, trans_a, trans_b, M, N, K, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
+}
+
+void gemm_batched(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                  double alpha, const void* a, int64_t lda, int64_t stride_a, const void* b,
+                  int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc,
+                  int64_t stride_c, int64_t batch) {
+  run_gemm(dtype, trans_a, trans_b, M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c,
+           ldc, stride_c, batch);
+}
+
+}  // namespace ember::kernels::cuda

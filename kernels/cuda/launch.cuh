@@ -1,0 +1,58 @@
+// ember/kernels/cuda/launch.cuh — what every kernel launcher in kernels/cuda/ shares: error
+// checks that name the call and its place, the stream ember launches on, and grid sizing.
+//
+// Only .cu files include this (it needs cuda_runtime.h). The pattern of every launcher:
+//
+//   void relu(...) {                          // plain C++ signature from the .h
+//     if (n == 0) return;                     // nothing to launch (a 0-block grid is an error)
+//     relu_kernel<<<grid_for(n), kBlock, 0, stream()>>>(...);
+//     EMBER_LAUNCH_CHECK("relu_kernel");     // a bad launch configuration is caught right here
+//   }
+//
+// A launch is asynchronous: an error *inside* the kernel (an illegal address) surfaces at the
+// next synchronizing call (a copy to the host, cuda::synchronize), which then reports it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace ember::kernels::cuda {
+
+// Throws ember::DeviceError (OutOfMemoryError for cudaErrorMemoryAllocation) with the text
+// "<what> failed at <file>:<line>: <CUDA's message>" when err is not cudaSuccess.
+void check_error(cudaError_t err, const char* what, const char* file, int line);
+
+#define EMBER_CUDA_CHECK(call) ::ember::kernels::cuda::check_error((call), #call, __FILE__, __LINE__)
+#define EMBER_LAUNCH_CHECK(kernel_name) \
+  ::ember::kernels::cuda::check_error(cudaGetLastError(), "launch of " kernel_name, __FILE__, __LINE__)
+
+// The stream every ember kernel and copy is queued on. ember uses one in-order stream per
+// device (the legacy default stream), so an op never needs an event to wait for the previous
+// one, and memory the caching allocator hands out again is never still in use by a kernel
+// queued earlier on another stream.
+inline cudaStream_t stream() { return 0; }
+
+// Threads per block for 1-d elementwise launches: a multiple of the 32-thread warp, small
+// enough that several blocks fit on one SM, large enough to hide memory latency.
+constexpr int kBlock = 256;
+
+// Blocks for n independent items, kBlock threads each. Kernels use grid-stride loops
+// (for i = global id; i < n; i += total threads), so capping the grid is always correct: with
+// 2^16 blocks of 256 threads every SM of any current GPU is full, and a larger n simply loops.
+inline unsigned grid_for(int64_t n, int block = kBlock) {
+  const int64_t blocks = (n + block - 1) / block;
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks, 1 << 16)));
+}
+
+// The global thread id and the total thread count for grid-stride loops, in 64 bits so that
+// tensors of more than 2^31 elements index correctly.
+__device__ inline int64_t global_thread_id() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline int64_t global_thread_count() {
+  return static_cast<int64_t>(gridDim.x) * blockDim.x;
+}
+
+}  // namespace ember::kernels::cuda
