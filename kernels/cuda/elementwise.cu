@@ -22,7 +22,7 @@
 //
 // Integer division by zero: on the CPU it raises SIGFPE and kills the process (the CPU kernel
 // does not special-case it); on the GPU it does not trap — the quotient is an unspecified value
-// (in practice all bits set). Nothing here checks for it, so the result is garbage, not a crash.
+// and the kernel carries on. Nothing here checks for it: the result is garbage, not a crash.
 // The same holds for INT64_MIN / -1, which also traps on x86.
 #include "kernels/cuda/elementwise.h"
 
@@ -39,19 +39,32 @@ namespace {
 
 // ---- value conversion --------------------------------------------------------------------------
 
-// static_cast with two fixes that make the GPU agree with the CPU:
-//  - to bool, any nonzero value (NaN included) is true, as a C++ bool conversion;
-//  - float -> uint8 goes through int64. Out-of-range float -> uint8 is undefined in C++; x86
-//    truncates to an integer and keeps the low byte (-1.0 -> 255) while the GPU's conversion
-//    instruction saturates (-1.0 -> 0). Going through int64 gives the x86 answer on both sides.
-// (Out-of-range float -> int64, and NaN -> int64, still differ: x86 gives INT64_MIN, the GPU
-// saturates. Those are undefined in C++ too and no ember op relies on them.)
+// Float -> integer conversion as ember's CPU build computes it. Out of range (and NaN) it is
+// undefined in C++, and the two machines answer differently: x86 converts through a 32-bit
+// (for uint8) or 64-bit (for int64) register and yields the "integer indefinite" INT_MIN when the
+// value does not fit, keeping the low byte for uint8 (so -1.0 -> 255, 300.0 -> 44, 1e10 -> 0,
+// NaN -> 0 as uint8, and NaN -> INT64_MIN as int64); the GPU's conversion instructions saturate
+// instead (-1.0 -> 0, NaN -> 0). These helpers spell out the x86 answer so that both devices
+// agree bit for bit. In range they are plain static_casts.
+__host__ __device__ inline uint8_t float_to_uint8(double x) {
+  const bool fits_int32 = x > -2147483649.0 && x < 2147483648.0;  // false for NaN
+  return fits_int32 ? static_cast<uint8_t>(static_cast<uint32_t>(static_cast<int32_t>(x))) : 0;
+}
+__host__ __device__ inline int64_t float_to_int64(double x) {
+  const bool fits_int64 = x >= -9223372036854775808.0 && x < 9223372036854775808.0;
+  return fits_int64 ? static_cast<int64_t>(x) : INT64_MIN;
+}
+
+// static_cast, except: to bool, any nonzero value (NaN included) is true, as a C++ bool
+// conversion; float -> uint8 / int64 as above.
 template <typename To, typename From>
 __host__ __device__ inline To convert(From x) {
   if constexpr (std::is_same_v<To, bool>) {
     return x != From(0);
   } else if constexpr (std::is_same_v<To, uint8_t> && std::is_floating_point_v<From>) {
-    return static_cast<uint8_t>(static_cast<int64_t>(x));
+    return float_to_uint8(static_cast<double>(x));
+  } else if constexpr (std::is_same_v<To, int64_t> && std::is_floating_point_v<From>) {
+    return float_to_int64(static_cast<double>(x));
   } else {
     return static_cast<To>(x);
   }

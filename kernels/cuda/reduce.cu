@@ -66,12 +66,20 @@ std::mutex g_partials_mutex;
 __host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 __host__ __device__ inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-// static_cast, but float -> uint8 through int64 (x86's answer for out-of-range values; see the
-// same helper in kernels/cuda/elementwise.cu).
+// static_cast, except double -> uint8 / int64 out of range, which follow x86 (what ember's CPU
+// build computes) instead of the GPU's saturation: see convert() in kernels/cuda/elementwise.cu.
+// Only reachable through overflowing sums (a uint8 sum above 2^31, an int64 sum scaled past 2^63).
 template <typename To>
 __device__ inline To from_double(double x) {
-  if constexpr (std::is_same_v<To, uint8_t>) return static_cast<uint8_t>(static_cast<int64_t>(x));
-  else return static_cast<To>(x);
+  if constexpr (std::is_same_v<To, uint8_t>) {
+    const bool fits_int32 = x > -2147483649.0 && x < 2147483648.0;  // false for NaN
+    return fits_int32 ? static_cast<uint8_t>(static_cast<uint32_t>(static_cast<int32_t>(x))) : 0;
+  } else if constexpr (std::is_same_v<To, int64_t>) {
+    const bool fits_int64 = x >= -9223372036854775808.0 && x < 9223372036854775808.0;
+    return fits_int64 ? static_cast<int64_t>(x) : INT64_MIN;
+  } else {
+    return static_cast<To>(x);
+  }
 }
 
 // __shfl_down_sync for every type an accumulator holds (1-byte types travel as int).
