@@ -9,11 +9,13 @@
 
 #include "core/cuda.h"
 #include "core/error.h"
+#include "kernels/cuda/conv.h"
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/index.h"
 #include "kernels/cuda/optim.h"
+#include "kernels/cuda/pool.h"
 #include "kernels/cuda/random.h"
 #include "kernels/cuda/reduce.h"
 #include "kernels/cuda/softmax.h"
@@ -135,6 +137,24 @@ void adam_step(DType, const ParamList&, const std::vector<void*>&, const std::ve
                const std::vector<void*>&, const AdamStep&) {
   not_built("Adam step");
 }
+
+void conv2d_forward(DType, const ConvGeometry&, const void*, const void*, const void*, void*, ConvAlgo) {
+  not_built("conv2d");
+}
+void conv2d_backward_input(DType, const ConvGeometry&, const void*, const void*, void*, ConvAlgo) {
+  not_built("conv2d backward");
+}
+void conv2d_backward_weight(DType, const ConvGeometry&, const void*, const void*, void*, void*,
+                            ConvAlgo) {
+  not_built("conv2d backward");
+}
+bool cudnn_built() { return false; }
+void max_pool2d_forward(DType, const PoolGeometry&, const void*, void*, int64_t*) { not_built("max_pool2d"); }
+void max_pool2d_backward(DType, const PoolGeometry&, const void*, const int64_t*, void*) {
+  not_built("max_pool2d backward");
+}
+void avg_pool2d_forward(DType, const PoolGeometry&, const void*, void*) { not_built("avg_pool2d"); }
+void avg_pool2d_backward(DType, const PoolGeometry&, const void*, void*) { not_built("avg_pool2d backward"); }
 
 }  // namespace kernels::cuda
 }  // namespace ember

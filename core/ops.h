@@ -4,6 +4,7 @@
 // and the kernels it calls. The registry (core/registry.cpp) lists them all.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "core/tensor.h"
@@ -91,6 +92,34 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index);
 Tensor index_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+
+// ---- convolution and pooling, NCHW (core/ops/conv2d.cpp, core/ops/pool2d.cpp) -------------
+struct Conv2dOptions {
+  std::array<int64_t, 2> stride{1, 1};    // (height, width)
+  std::array<int64_t, 2> padding{0, 0};   // zeros added on both sides
+  std::array<int64_t, 2> dilation{1, 1};  // spacing between kernel taps
+};
+// input [N, C, H, W], weight [K, C, R, S], bias [K] or undefined -> [N, K, P, Q] with
+// P = (H + 2*pad_h - dil_h*(R-1) - 1) / stride_h + 1 (and Q likewise). groups = 1.
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
+              const Conv2dOptions& options = {});
+
+struct Pool2dOptions {
+  std::array<int64_t, 2> kernel_size{2, 2};
+  std::array<int64_t, 2> stride{0, 0};   // 0: the kernel size (PyTorch's default)
+  std::array<int64_t, 2> padding{0, 0};  // at most half the kernel; max pads with -inf,
+                                         // avg counts the padding as zeros (PyTorch's default)
+};
+// input [N, C, H, W] (or [C, H, W]) -> [N, C, P, Q], floor mode, as F.max_pool2d / avg_pool2d.
+Tensor max_pool2d(const Tensor& input, const Pool2dOptions& options = {});
+Tensor avg_pool2d(const Tensor& input, const Pool2dOptions& options = {});
+
+// Which CUDA convolution runs (the CPU always uses im2col + GEMM): ember's own kernels
+// (default) or cuDNN, when this build has it. Like torch.backends.cudnn.enabled.
+enum class ConvBackend { Native, Cudnn };
+void set_conv_backend(ConvBackend backend);  // Cudnn without cuDNN in the build: DeviceError
+ConvBackend conv_backend();
+bool cudnn_available();  // built with cuDNN (a GPU is still needed to use it)
 
 // ---- layout ops (core/ops/view_ops.cpp, copy.cpp) — differentiable views and copies ---------
 Tensor view(const Tensor& a, const Shape& shape);

@@ -10,6 +10,7 @@ namespace ember {
 #define GEMM_KERNELS "kernels/cpu/gemm.cpp", "kernels/cuda/gemm.cu (cuBLAS)"
 #define SOFTMAX_KERNELS "kernels/cpu/softmax.cpp", "kernels/cuda/softmax.cu"
 #define INDEX_KERNELS "kernels/cpu/index.cpp", "kernels/cuda/index.cu"
+#define POOL_KERNELS "kernels/cpu/pool.cpp", "kernels/cuda/pool.cu"
 #define NO_KERNELS_VIEW "(none: a view)", "(none: a view)"
 
 const std::vector<OpInfo>& op_registry() {
@@ -61,6 +62,11 @@ const std::vector<OpInfo>& op_registry() {
       {"index_add", "core/ops/index_select.cpp", true, "IndexAddBackward", INDEX_KERNELS},
       {"cat", "core/ops/cat.cpp", true, "CatBackward", ELEMENTWISE_KERNELS},
       {"stack", "core/ops/cat.cpp", true, "(composite: unsqueeze, cat)", ELEMENTWISE_KERNELS},
+      // convolution and pooling
+      {"conv2d", "core/ops/conv2d.cpp", true, "Conv2dBackward", "kernels/cpu/conv.cpp",
+       "kernels/cuda/conv.cu (+ conv_cudnn.cu)"},
+      {"max_pool2d", "core/ops/pool2d.cpp", true, "MaxPool2dBackward", POOL_KERNELS},
+      {"avg_pool2d", "core/ops/pool2d.cpp", true, "AvgPool2dBackward", POOL_KERNELS},
       // layout
       {"view", "core/ops/view.cpp", true, "ReshapeBackward", NO_KERNELS_VIEW},
       {"reshape", "core/ops/view.cpp", true, "ReshapeBackward", ELEMENTWISE_KERNELS},

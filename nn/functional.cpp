@@ -57,4 +57,63 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
   return x.flatten(start_dim, end_dim);
 }
 
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
+              std::array<int64_t, 2> dilation) {
+  Conv2dOptions options;
+  options.stride = stride;
+  options.padding = padding;
+  options.dilation = dilation;
+  // ember::conv2d takes a batch; one image [C, H, W] goes through as a batch of one, as
+  // F.conv2d accepts it.
+  if (x.defined() && x.dim() == 3) {
+    return ember::conv2d(x.unsqueeze(0), weight, bias, options).squeeze(0);
+  }
+  return ember::conv2d(x, weight, bias, options);
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
+              int64_t padding, int64_t dilation) {
+  return conv2d(x, weight, bias, {stride, stride}, {padding, padding}, {dilation, dilation});
+}
+
+Tensor max_pool2d(const Tensor& x, std::array<int64_t, 2> kernel_size,
+                  std::array<int64_t, 2> stride, std::array<int64_t, 2> padding) {
+  return ember::max_pool2d(x, Pool2dOptions{kernel_size, stride, padding});
+}
+
+Tensor max_pool2d(const Tensor& x, int64_t kernel_size, int64_t stride, int64_t padding) {
+  return max_pool2d(x, {kernel_size, kernel_size}, {stride, stride}, {padding, padding});
+}
+
+Tensor avg_pool2d(const Tensor& x, std::array<int64_t, 2> kernel_size,
+                  std::array<int64_t, 2> stride, std::array<int64_t, 2> padding) {
+  return ember::avg_pool2d(x, Pool2dOptions{kernel_size, stride, padding});
+}
+
+Tensor avg_pool2d(const Tensor& x, int64_t kernel_size, int64_t stride, int64_t padding) {
+  return avg_pool2d(x, {kernel_size, kernel_size}, {stride, stride}, {padding, padding});
+}
+
+Tensor one_hot(const Tensor& labels, int64_t num_classes, DType dtype) {
+  EMBER_CHECK(labels.defined(), "one_hot: the labels are undefined");
+  EMBER_CHECK(labels.dtype() == kInt64, "one_hot: expected int64 class indices, got ",
+              labels.dtype(), " (convert with .to(ember::kInt64))");
+  EMBER_CHECK(num_classes >= 1 || num_classes == -1, "one_hot: num_classes must be at least 1 "
+              "(or -1: max(labels) + 1), got ", num_classes);
+  if (labels.numel() > 0) {
+    const auto lo = static_cast<int64_t>(ember::min(labels).item());
+    const auto hi = static_cast<int64_t>(ember::max(labels).item());
+    EMBER_CHECK(lo >= 0, "one_hot: class indices must not be negative, got ", lo);
+    if (num_classes == -1) num_classes = hi + 1;
+    EMBER_CHECK(hi < num_classes, "one_hot: class index ", hi, " is out of range for ",
+                num_classes, " classes (indices run from 0 to ", num_classes - 1, ")");
+  }
+  EMBER_CHECK(num_classes >= 1, "one_hot: with no labels, num_classes must be given");
+  // Row i compares labels[i] with every class number 0..C-1: true exactly at the label.
+  const Tensor classes = arange(static_cast<double>(num_classes),
+                                TensorOptions(kInt64).device(labels.device()));
+  return eq(labels.unsqueeze(-1), classes).to(dtype);
+}
+
 }  // namespace ember::nn::functional

@@ -1,22 +1,14 @@
 // ember/nn/linear.cpp — Linear: initialisation, checks that name the layer, and forward.
 #include "nn/linear.h"
 
-#include <cmath>
-
-#include "core/autograd/grad_mode.h"
 #include "core/error.h"
 #include "core/ops.h"
 #include "nn/functional.h"
+#include "nn/init.h"
 
 namespace ember::nn {
 
 namespace {
-
-// Fills t with U(-bound, bound) in place, keeping its identity, dtype and device.
-void uniform_(Tensor& t, double bound) {
-  NoGradGuard no_grad;  // t requires grad: an in-place fill must not be recorded
-  t.copy_(rand(t.shape(), t.options()) * (2.0 * bound) - bound);
-}
 
 // "ember::kFloat32": how the user spells the dtype in a fix.
 std::string dtype_constant(DType dtype) {
@@ -41,15 +33,9 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias) : in_features(in), out_f
 }
 
 void Linear::reset_parameters() {
-  // torch.nn.init.kaiming_uniform_(weight, a=sqrt(5)), computed the way it computes it: the
-  // leaky-ReLU gain for slope a, then the uniform bound that gives std = gain / sqrt(fan_in).
-  // fan_in is 0 only for an empty weight, which has nothing to fill.
-  const double fan_in = static_cast<double>(in_features);
-  const double a = std::sqrt(5.0);
-  const double gain = std::sqrt(2.0 / (1.0 + a * a));
-  const double weight_bound = fan_in > 0 ? gain * std::sqrt(3.0 / fan_in) : 0.0;
-  uniform_(weight, weight_bound);
-  if (bias.defined()) uniform_(bias, fan_in > 0 ? 1.0 / std::sqrt(fan_in) : 0.0);
+  // torch.nn.init.kaiming_uniform_(weight, a=sqrt(5)) and a U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+  // bias, fan_in = in_features: the init Conv2d shares (nn/init.cpp spells out the arithmetic).
+  init::default_layer_init_(weight, bias);
 }
 
 Tensor Linear::forward(const Tensor& x) {

@@ -7,8 +7,10 @@
 
 #include "nn/activation.h"
 #include "nn/container.h"
+#include "nn/conv.h"
 #include "nn/dropout.h"
 #include "nn/functional.h"
+#include "nn/init.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
 #include "nn/module.h"

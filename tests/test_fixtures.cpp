@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -318,6 +319,12 @@ struct Args {
     }
     return s;
   }
+  // A (height, width) pair: conv2d and pooling's kernel_size, stride, padding, dilation.
+  std::array<int64_t, 2> pair(const std::string& name) const {
+    const Shape s = shape(name);
+    if (s.size() != 2) throw ValueError("fixtures: 'arg " + name + "' should hold two values");
+    return {s[0], s[1]};
+  }
   Reduction reduction() const {
     const std::string& r = one("reduction");
     if (r == "mean") return Reduction::Mean;
@@ -417,6 +424,27 @@ const std::map<std::string, OpCall>& dispatch() {
        }},
       {"cat", [](const Inputs& x, const Args& a) { return Outputs{cat(x, a.i("dim"))}; }},
       {"stack", [](const Inputs& x, const Args& a) { return Outputs{stack(x, a.i("dim"))}; }},
+      {"conv2d", [](const Inputs& x, const Args& a) {
+         Conv2dOptions o;
+         o.stride = a.pair("stride");
+         o.padding = a.pair("padding");
+         o.dilation = a.pair("dilation");
+         return Outputs{conv2d(x[0], x[1], x.size() > 2 ? x[2] : Tensor(), o)};
+       }},
+      {"max_pool2d", [](const Inputs& x, const Args& a) {
+         Pool2dOptions o;
+         o.kernel_size = a.pair("kernel_size");
+         o.stride = a.pair("stride");  // [0, 0]: the kernel size
+         o.padding = a.pair("padding");
+         return Outputs{max_pool2d(x[0], o)};
+       }},
+      {"avg_pool2d", [](const Inputs& x, const Args& a) {
+         Pool2dOptions o;
+         o.kernel_size = a.pair("kernel_size");
+         o.stride = a.pair("stride");
+         o.padding = a.pair("padding");
+         return Outputs{avg_pool2d(x[0], o)};
+       }},
       {"view", [](const Inputs& x, const Args& a) {
          return Outputs{view(x[0], a.shape("shape"))};
        }},

@@ -21,6 +21,7 @@
 
 #include "core/ember.h"
 #include "data/data.h"
+#include "examples/common/models.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 
@@ -28,26 +29,9 @@ using namespace ember;
 
 namespace {
 
-// The seed's FullyNeuralNetwork, layer for layer.
-struct FullyNeuralNetwork : nn::Layer {
-  std::shared_ptr<nn::Linear> layer_1, layer_2, layer_3, layer_4, layer_5;
-  FullyNeuralNetwork() {
-    layer_1 = register_module("layer_1", std::make_shared<nn::Linear>(784, 512));  // 28 x 28 pixels
-    layer_2 = register_module("layer_2", std::make_shared<nn::Linear>(512, 256));
-    layer_3 = register_module("layer_3", std::make_shared<nn::Linear>(256, 128));
-    layer_4 = register_module("layer_4", std::make_shared<nn::Linear>(128, 64));
-    layer_5 = register_module("layer_5", std::make_shared<nn::Linear>(64, 10));
-  }
-  std::string name() const override { return "FullyNeuralNetwork"; }
-  Tensor forward(const Tensor& data) override {
-    Tensor x = data.reshape({-1, 784});
-    x = relu((*layer_1)(x));
-    x = relu((*layer_2)(x));
-    x = relu((*layer_3)(x));
-    x = relu((*layer_4)(x));
-    return (*layer_5)(x);
-  }
-};
+// The seed's FullyNeuralNetwork, layer for layer (examples/common/models.h, shared with
+// bench/bench_train).
+using examples::mnist_mlp::FullyNeuralNetwork;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();

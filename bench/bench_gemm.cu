@@ -1,0 +1,452 @@
+// bench/bench_gemm.cu — the SGEMM ladder: eight hand-written CUDA GEMM kernels, from a naive
+// one-thread-per-output kernel to tensor cores, each next to cuBLAS on the same GPU in the same run.
+//
+// The product is row-major C[M, N] = A[M, K] @ B[K, N] in float32 (alpha = 1, beta = 0). The
+// kernels are the lessons, one file each under bench/gemm/ (bench/gemm/README.md is the index):
+//   01 naive, 02 coalesced, 03 shared-memory tiles, 04 1-D register tiles, 05 2-D register
+//   tiles, 06 vectorized (float4) loads, 07 warp tiles + double buffering, 08 TF32 tensor cores.
+// "Kernel 0" is cuBLAS, twice: cublasSgemm (FP32, the reference for rungs 01-07) and
+// cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 (the reference for rung 08), both called with
+// the row-major-as-column-major swap written out in kernels/cuda/gemm_plan.h.
+//
+// Shapes: squares M = N = K in --sizes (default 1024 2048 4096 8192), and the GEMMs of one step
+// of the MNIST MLP (batch 64, 784-512-256-128-64-10): per layer the forward product X @ W^T and
+// the two backward products dX = dY @ W and dW^T = X^T @ dY, with the shapes the training path
+// hands to cuBLAS (here every operand is a contiguous row-major matrix; ember passes W^T and
+// X^T to cuBLAS as transposed views instead).
+//
+// Method, per shape: inputs uniform in [-1, 1) from a fixed seed. First correctness: cuBLAS FP32
+// is checked against a float64 CPU dot product at 256 sampled entries; then every kernel's output
+// (C pre-filled with NaN, so an element never written fails) is compared with cuBLAS FP32
+// (rungs 01-07: |c - ref| <= 1e-4 * (|ref| + sqrt(K))) or cuBLAS TF32 (rung 08:
+// 5e-3 * (|ref| + sqrt(K))). An entry is a sum of K products of typical size 1/3, so |C| is of
+// order sqrt(K)/3 and the sqrt(K) term is the tolerance's absolute part, for entries near zero.
+// A kernel that fails prints FAIL and is not timed. Then timing (bench/harness.h): CUDA events
+// around each run on ember's stream, the L2 cache flushed before every run, warm-up runs first,
+// the median reported; the number of runs adapts to the kernel's speed (5-20 runs in about 2 s
+// per kernel, 3-5 with --quick). % of cuBLAS = cuBLAS time / kernel time.
+//
+// Without a GPU (or in a CPU-only build of ember) the program says why and exits 0, so CI can
+// run it as a smoke test. It exits 1 when a kernel failed its check.
+//
+// Usage: bench_gemm [--sizes 1024 2048 ...] [--shapes all|squares|mnist] [--kernels 1 7 8]
+//                   [--json FILE] [--quick] [--device N]
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "bench/gemm/01_naive.cuh"
+#include "bench/gemm/02_coalesced.cuh"
+#include "bench/gemm/03_shared_tiles.cuh"
+#include "bench/gemm/04_1d_register_tiles.cuh"
+#include "bench/gemm/05_2d_register_tiles.cuh"
+#include "bench/gemm/06_vectorized.cuh"
+#include "bench/gemm/07_warp_tiles.cuh"
+#include "bench/gemm/08_tf32_mma.cuh"
+#include "bench/harness.h"
+#include "core/cuda.h"
+#include "core/error.h"
+#include "kernels/cuda/gemm_plan.h"
+#include "kernels/cuda/launch.cuh"
+
+namespace {
+
+namespace eb = ember::bench;
+namespace gemm = ember::bench::gemm;
+
+using LaunchFn = void (*)(const float*, const float*, float*, int, int, int, cudaStream_t);
+
+struct Rung {
+  int number;
+  const char* name;
+  LaunchFn launch;
+  bool tf32;  // validated against cuBLAS TF32 instead of FP32
+};
+
+const Rung kRungs[] = {
+    {1, "01 naive", gemm::launch_01, false},
+    {2, "02 coalesced", gemm::launch_02, false},
+    {3, "03 shared tiles", gemm::launch_03, false},
+    {4, "04 1d register tiles", gemm::launch_04, false},
+    {5, "05 2d register tiles", gemm::launch_05, false},
+    {6, "06 vectorized", gemm::launch_06, false},
+    {7, "07 warp tiles", gemm::launch_07, false},
+    {8, "08 tf32 wmma", gemm::launch_08, true},
+};
+
+// Tolerances: |got - ref| <= rtol * (|ref| + sqrt(K)) (see the top of the file).
+constexpr double kRtolFp32 = 1e-4;
+constexpr double kRtolTf32 = 5e-3;
+
+struct Shape {
+  std::string what;  // "square", "L1 forward", ...
+  int M, N, K;
+  std::string label() const {
+    std::ostringstream os;
+    os << "[" << M << "," << K << "] @ [" << K << "," << N << "]";
+    return os.str();
+  }
+  double flops() const { return 2.0 * M * N * static_cast<double>(K); }
+};
+
+std::vector<Shape> mnist_shapes() {
+  const int batch = 64;
+  const int widths[] = {784, 512, 256, 128, 64, 10};
+  std::vector<Shape> shapes;
+  for (int l = 0; l < 5; ++l) {
+    const int in = widths[l], out = widths[l + 1];
+    const std::string L = "L" + std::to_string(l + 1);
+    shapes.push_back({L + " forward Y = X W^T", batch, out, in});
+    shapes.push_back({L + " grad input dX = dY W", batch, in, out});
+    shapes.push_back({L + " grad weight dW^T = X^T dY", in, out, batch});
+  }
+  return shapes;
+}
+
+// ---- device memory and cuBLAS ----------------------------------------------------------------
+
+struct DeviceBuffer {
+  float* ptr = nullptr;
+  explicit DeviceBuffer(size_t n) {
+    EMBER_CUDA_CHECK(cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(float)));
+  }
+  ~DeviceBuffer() { cudaFree(ptr); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+void cublas_check(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    throw ember::DeviceError(std::string(what) + " failed: cuBLAS status " +
+                             std::to_string(static_cast<int>(s)));
+  }
+}
+
+struct Cublas {
+  cublasHandle_t handle = nullptr;
+  Cublas() {
+    cublas_check(cublasCreate(&handle), "cublasCreate");
+    cublas_check(cublasSetStream(handle, ember::kernels::cuda::stream()), "cublasSetStream");
+    // No TF32 in the FP32 reference: the default math mode, stated explicitly.
+    cublas_check(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  }
+  ~Cublas() { cublasDestroy(handle); }
+  Cublas(const Cublas&) = delete;
+  Cublas& operator=(const Cublas&) = delete;
+
+  // Row-major C[M, N] = A[M, K] @ B[K, N]. cuBLAS is column-major: it is asked for
+  // C^T = B^T @ A^T, which is the same memory read the other way (kernels/cuda/gemm_plan.h
+  // derives it in full): m = N, n = M, first operand b, second operand a.
+  void gemm(const float* A, const float* B, float* C, int M, int N, int K, bool tf32) const {
+    const auto p = ember::kernels::cuda::plan_cublas_gemm(false, false, M, N, K, A, K, 0, B, N,
+                                                          0, C, N, 0);
+    const float alpha = 1.0f, beta = 0.0f;
+    const auto op = [](bool t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; };
+    if (!tf32) {
+      cublas_check(cublasSgemm(handle, op(p.transa), op(p.transb), static_cast<int>(p.m),
+                               static_cast<int>(p.n), static_cast<int>(p.k), &alpha,
+                               static_cast<const float*>(p.A), static_cast<int>(p.lda),
+                               static_cast<const float*>(p.B), static_cast<int>(p.ldb), &beta,
+                               static_cast<float*>(p.C), static_cast<int>(p.ldc)),
+                   "cublasSgemm");
+    } else {
+      cublas_check(cublasGemmEx(handle, op(p.transa), op(p.transb), static_cast<int>(p.m),
+                                static_cast<int>(p.n), static_cast<int>(p.k), &alpha, p.A,
+                                CUDA_R_32F, static_cast<int>(p.lda), p.B, CUDA_R_32F,
+                                static_cast<int>(p.ldb), &beta, p.C, CUDA_R_32F,
+                                static_cast<int>(p.ldc), CUBLAS_COMPUTE_32F_FAST_TF32,
+                                CUBLAS_GEMM_DEFAULT),
+                   "cublasGemmEx(CUBLAS_COMPUTE_32F_FAST_TF32)");
+    }
+  }
+};
+
+// ---- checking ---------------------------------------------------------------------------------
+
+struct Check {
+  bool ok = true;
+  double worst = 0.0;  // max over entries of |got - ref| / tolerance (<= 1 passes)
+  std::string cell() const {
+    return std::string(ok ? "ok" : "FAIL") + " (" + eb::fmt(worst, 3) + ")";
+  }
+};
+
+Check compare(const std::vector<float>& got, const std::vector<float>& ref, int K, double rtol) {
+  Check c;
+  const double scale = std::sqrt(static_cast<double>(std::max(K, 1)));
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double tol = rtol * (std::fabs(static_cast<double>(ref[i])) + scale);
+    const double r = std::fabs(static_cast<double>(got[i]) - ref[i]) / tol;
+    if (!(r <= 1.0)) c.ok = false;  // also catches NaN (an element never written)
+    c.worst = std::isnan(r) ? INFINITY : std::max(c.worst, r);
+  }
+  return c;
+}
+
+// cuBLAS FP32 itself against a float64 dot product at `samples` random entries: the reference
+// (and the row-major mapping in gemm_plan.h) is checked before anything is compared with it.
+Check check_reference(const std::vector<float>& A, const std::vector<float>& B,
+                      const std::vector<float>& C, const Shape& s, int samples) {
+  std::mt19937 rng(12345);
+  std::uniform_int_distribution<int> row(0, s.M - 1), col(0, s.N - 1);
+  std::vector<float> got, ref;
+  for (int t = 0; t < samples; ++t) {
+    const int i = row(rng), j = col(rng);
+    double dot = 0.0;
+    for (int k = 0; k < s.K; ++k) {
+      dot += static_cast<double>(A[static_cast<size_t>(i) * s.K + k]) *
+             B[static_cast<size_t>(k) * s.N + j];
+    }
+    got.push_back(C[static_cast<size_t>(i) * s.N + j]);
+    ref.push_back(static_cast<float>(dot));
+  }
+  return compare(got, ref, s.K, kRtolFp32);
+}
+
+std::vector<float> to_host(const float* d, size_t n) {
+  std::vector<float> h(n);
+  EMBER_CUDA_CHECK(cudaMemcpy(h.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+// ---- timing -----------------------------------------------------------------------------------
+
+// One probe run sizes the measurement: about budget_ms of timed runs, within [min_runs, max_runs].
+eb::Timing time_kernel(const std::function<void()>& fn, bool quick) {
+  const eb::Timing probe = eb::time_cuda(fn, 0, 1);
+  const double budget_ms = quick ? 300.0 : 2000.0;
+  const int min_runs = quick ? 3 : 5, max_runs = quick ? 5 : 20;
+  const int runs = std::clamp(static_cast<int>(budget_ms / std::max(probe.median_ms, 1e-3)),
+                              min_runs, max_runs);
+  const int warmup = probe.median_ms > 100.0 ? 1 : 3;
+  return eb::time_cuda(fn, warmup, runs);
+}
+
+std::string gflops_cell(const Shape& s, double ms) { return eb::fmt(s.flops() / (ms * 1e6), 0); }
+std::string percent_cell(double ref_ms, double ms) { return eb::fmt(100.0 * ref_ms / ms, 1); }
+
+// ---- one shape --------------------------------------------------------------------------------
+
+struct ShapeResult {
+  eb::Table table;
+  double cublas_ms = 0.0, cublas_tf32_ms = 0.0;
+  int best_rung = 0;       // the fastest FP32 rung that passed its check (0: none)
+  double best_ms = 0.0;
+  double tf32_rung_ms = 0.0;  // rung 08, 0 when not run
+  bool failed = false;
+};
+
+ShapeResult run_shape(const Shape& s, const std::vector<int>& kernels, const Cublas& cublas,
+                      bool quick, bool tf32_supported) {
+  const size_t nA = static_cast<size_t>(s.M) * s.K, nB = static_cast<size_t>(s.K) * s.N,
+               nC = static_cast<size_t>(s.M) * s.N;
+  std::ostringstream title;
+  title << s.label() << "  " << s.what << "  (" << eb::fmt(s.flops() / 1e9, 2) << " GFLOP)";
+  ShapeResult res{eb::Table(title.str(), {"kernel", "ms", "GFLOP/s", "% cuBLAS FP32",
+                                          "% cuBLAS TF32", "check (err/tol)"})};
+
+  std::vector<float> hA(nA), hB(nB);
+  std::mt19937 rng(2024);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  for (float& x : hA) x = uni(rng);
+  for (float& x : hB) x = uni(rng);
+  DeviceBuffer dA(nA), dB(nB), dRef(nC), dRefTf32(nC), dC(nC);
+  EMBER_CUDA_CHECK(cudaMemcpy(dA.ptr, hA.data(), nA * sizeof(float), cudaMemcpyHostToDevice));
+  EMBER_CUDA_CHECK(cudaMemcpy(dB.ptr, hB.data(), nB * sizeof(float), cudaMemcpyHostToDevice));
+
+  // Kernel 0: the references, checked, then timed.
+  cublas.gemm(dA.ptr, dB.ptr, dRef.ptr, s.M, s.N, s.K, false);
+  cublas.gemm(dA.ptr, dB.ptr, dRefTf32.ptr, s.M, s.N, s.K, true);
+  const std::vector<float> ref = to_host(dRef.ptr, nC);
+  const std::vector<float> refTf32 = to_host(dRefTf32.ptr, nC);
+  const Check refCheck = check_reference(hA, hB, ref, s, 256);
+  const Check tf32Check = compare(refTf32, ref, s.K, kRtolTf32);
+  if (!refCheck.ok) {
+    // Nothing can be judged against a wrong reference.
+    res.table.add_row({"0 cuBLAS FP32", "FAIL", "-", "-", "-", refCheck.cell() + " vs CPU"});
+    res.failed = true;
+    return res;
+  }
+  const eb::Timing tRef = time_kernel(
+      [&] { cublas.gemm(dA.ptr, dB.ptr, dRef.ptr, s.M, s.N, s.K, false); }, quick);
+  const eb::Timing tRefTf32 = time_kernel(
+      [&] { cublas.gemm(dA.ptr, dB.ptr, dRefTf32.ptr, s.M, s.N, s.K, true); }, quick);
+  res.cublas_ms = tRef.median_ms;
+  res.cublas_tf32_ms = tRefTf32.median_ms;
+  res.table.add_row({"0 cuBLAS FP32", eb::fmt(tRef.median_ms, 4), gflops_cell(s, tRef.median_ms),
+                     "100.0", "-", refCheck.cell() + " vs CPU"});
+  res.table.add_row({"0 cuBLAS TF32", eb::fmt(tRefTf32.median_ms, 4),
+                     gflops_cell(s, tRefTf32.median_ms),
+                     percent_cell(tRef.median_ms, tRefTf32.median_ms), "100.0",
+                     tf32Check.cell() + " vs FP32"});
+
+  for (const Rung& r : kRungs) {
+    if (std::find(kernels.begin(), kernels.end(), r.number) == kernels.end()) continue;
+    if (r.tf32 && !tf32_supported) {
+      res.table.add_row({r.name, "needs sm_80", "-", "-", "-", "-"});
+      continue;
+    }
+    const auto run = [&] { r.launch(dA.ptr, dB.ptr, dC.ptr, s.M, s.N, s.K, 0); };
+    EMBER_CUDA_CHECK(cudaMemset(dC.ptr, 0xff, nC * sizeof(float)));  // NaN everywhere
+    run();
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    const Check c = compare(to_host(dC.ptr, nC), r.tf32 ? refTf32 : ref, s.K,
+                            r.tf32 ? kRtolTf32 : kRtolFp32);
+    const std::string checkCell = c.cell() + (r.tf32 ? " vs TF32" : "");
+    if (!c.ok) {
+      res.table.add_row({r.name, "FAIL", "FAIL", "-", "-", checkCell});
+      res.failed = true;
+      continue;
+    }
+    const eb::Timing t = time_kernel(run, quick);
+    res.table.add_row({r.name, eb::fmt(t.median_ms, 4), gflops_cell(s, t.median_ms),
+                       percent_cell(tRef.median_ms, t.median_ms),
+                       r.tf32 ? percent_cell(tRefTf32.median_ms, t.median_ms) : "-", checkCell});
+    if (r.tf32) {
+      res.tf32_rung_ms = t.median_ms;
+    } else if (res.best_rung == 0 || t.median_ms < res.best_ms) {
+      res.best_rung = r.number;
+      res.best_ms = t.median_ms;
+    }
+  }
+  return res;
+}
+
+std::string rung_name(int number) {
+  for (const Rung& r : kRungs) {
+    if (r.number == number) return r.name;
+  }
+  return "-";
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"ember bench_gemm: the SGEMM ladder (bench/gemm/) against cuBLAS FP32 and TF32"};
+  std::vector<int> sizes;
+  std::string shapes = "all";
+  std::vector<int> kernels = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::string json;
+  bool quick = false;
+  int device = 0;
+  app.add_option("--sizes", sizes,
+                 "square sizes M = N = K (default 1024 2048 4096 8192; --quick: 1024 2048)")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--shapes", shapes, "which shapes: all, squares or mnist")
+      ->check(CLI::IsMember({"all", "squares", "mnist"}));
+  app.add_option("--kernels", kernels, "rungs to run, 1-8 (cuBLAS always runs)")
+      ->check(CLI::Range(1, 8));
+  app.add_option("--json", json, "also write the tables to this JSON file");
+  app.add_flag("--quick", quick, "a short run: fewer timed runs, sizes 1024 and 2048");
+  app.add_option("--device", device, "the GPU to run on")->check(CLI::NonNegativeNumber);
+  CLI11_PARSE(app, argc, argv);
+  if (sizes.empty()) sizes = quick ? std::vector<int>{1024, 2048} : std::vector<int>{1024, 2048, 4096, 8192};
+
+  std::cout << "ember bench_gemm: the SGEMM ladder vs cuBLAS, row-major C[M,N] = A[M,K] @ B[K,N], "
+               "float32\n";
+  if (!ember::cuda::is_available() || device >= ember::cuda::device_count()) {
+    std::cout << eb::gpu_header(device)
+              << "bench_gemm: nothing to time: "
+              << (ember::cuda::is_available() ? "no GPU with index " + std::to_string(device)
+                                              : std::string(ember::cuda::unavailable_reason()))
+              << ". Run it on a machine with an NVIDIA GPU and a CUDA build of ember.\n";
+    if (!json.empty()) eb::write_json(json, "bench_gemm", eb::gpu_header(device), {});  // no tables
+    return 0;
+  }
+  std::string why;
+  if (!ember::cuda::device_supported(device, &why)) {
+    std::cout << eb::gpu_header(device) << "bench_gemm: " << why << "\n";
+    return 1;
+  }
+  ember::cuda::set_device(device);
+  const std::string header = eb::gpu_header(device);
+  std::cout << header;
+  if (const char* o = std::getenv("NVIDIA_TF32_OVERRIDE")) {
+    std::cout << "  NVIDIA_TF32_OVERRIDE=" << o << " is set: it changes what cuBLAS FP32 computes\n";
+  }
+  std::cout << "  method: CUDA events, L2 flushed before every run, median of 5-20 runs "
+               "(3-5 with --quick); each kernel checked against cuBLAS before it is timed, "
+               "tolerance rtol * (|ref| + sqrt(K)) with rtol "
+            << kRtolFp32 << " (FP32) and " << kRtolTf32 << " (TF32, vs cuBLAS TF32)\n\n";
+
+  std::vector<Shape> todo;
+  if (shapes != "mnist") {
+    for (int n : sizes) todo.push_back({"square", n, n, n});
+  }
+  if (shapes != "squares") {
+    for (const Shape& s : mnist_shapes()) todo.push_back(s);
+  }
+
+  const Cublas cublas;
+  const bool tf32_supported = gemm::tf32_mma_supported(device);
+  std::vector<eb::Table> tables;
+  eb::Table summary("Summary: the fastest FP32 rung per shape, and what ember's training path uses",
+                    {"shape", "what", "best FP32 rung", "% cuBLAS FP32", "08 tf32: % cuBLAS TF32",
+                     "ember training path"});
+  bool failed = false;
+  double best_pct_4096 = -1.0, tf32_pct_4096 = -1.0;
+  for (const Shape& s : todo) {
+    ShapeResult r = run_shape(s, kernels, cublas, quick, tf32_supported);
+    r.table.print(std::cout);
+    std::cout << "\n" << std::flush;
+    failed = failed || r.failed;
+    const double best_pct = r.best_rung ? 100.0 * r.cublas_ms / r.best_ms : -1.0;
+    const double tf32_pct = r.tf32_rung_ms > 0 ? 100.0 * r.cublas_tf32_ms / r.tf32_rung_ms : -1.0;
+    // ember's matmul always calls cuBLAS; a rung would only be worth wiring in where it wins.
+    std::string path = "cuBLAS";
+    if (best_pct > 100.0) path += " (rung " + rung_name(r.best_rung).substr(0, 2) + " is faster here; not wired in)";
+    summary.add_row({s.label(), s.what, r.best_rung ? rung_name(r.best_rung) : "-",
+                     best_pct >= 0 ? eb::fmt(best_pct, 1) : "-",
+                     tf32_pct >= 0 ? eb::fmt(tf32_pct, 1) : "-", path});
+    if (s.what == "square" && s.M == 4096) {
+      best_pct_4096 = best_pct;
+      tf32_pct_4096 = tf32_pct;
+    }
+    tables.push_back(std::move(r.table));
+  }
+  summary.print(std::cout);
+  tables.push_back(summary);
+  if (best_pct_4096 >= 0 || tf32_pct_4096 >= 0) {
+    eb::Table goals("Goals at 4096 (issue 6)", {"goal", "measured", "met"});
+    if (best_pct_4096 >= 0) {
+      goals.add_row({"best FP32 rung >= 90% of cuBLAS SGEMM", eb::fmt(best_pct_4096, 1) + "%",
+                     best_pct_4096 >= 90.0 ? "yes" : "no"});
+    }
+    if (tf32_pct_4096 >= 0) {
+      goals.add_row({"08 tf32 >= 70% of cuBLAS TF32", eb::fmt(tf32_pct_4096, 1) + "%",
+                     tf32_pct_4096 >= 70.0 ? "yes" : "no"});
+    }
+    std::cout << "\n";
+    goals.print(std::cout);
+    tables.push_back(goals);
+  }
+  if (!json.empty()) {
+    eb::write_json(json, "bench_gemm", header, tables);
+    std::cout << "\nwrote " << json << "\n";
+  }
+  if (failed) std::cout << "\nbench_gemm: at least one kernel FAILED its check (see the tables)\n";
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "bench_gemm: error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,207 @@
+// Op card: conv2d — 2-d convolution (cross-correlation, as torch.nn.functional.conv2d), NCHW.
+//
+// Math      Letters as in kernels/conv_geometry.h. With ih = p*stride_h - pad_h + r*dil_h and
+//           iw = q*stride_w - pad_w + s*dil_w (a tap outside the image reads 0):
+//             y[n, k, p, q] = b[k] + sum_{c, r, s} w[k, c, r, s] * x[n, c, ih, iw]
+//           The filter is not flipped (deep learning's "convolution" is a correlation).
+// Backward  y is linear in each argument, so each gradient collects g = dL/dy through the
+//           terms its element appears in:
+//             dL/db[k]          = sum_{n, p, q} g[n, k, p, q]
+//             dL/dw[k, c, r, s] = sum_{n, p, q} g[n, k, p, q] * x[n, c, ih, iw]
+//             dL/dx[n, c, i, j] = sum of g[n, k, p, q] * w[k, c, r, s] over every (k, p, q, r, s)
+//                                 whose tap lands on (i, j), i.e. ih == i and iw == j
+//           In im2col form (kernels/cpu/conv.cpp: col_n [CRS, PQ] holds x[n, c, ih, iw] in row
+//           (c, r, s), column (p, q), so y_n = W [K, CRS] @ col_n):
+//             dW = sum_n g_n [K, PQ] @ col_n^T      (the gradient of a matrix product)
+//             dcol_n = W^T @ g_n, and since each entry of col_n is a copy of one input pixel (or
+//             of the zero padding), dx_n = col2im(dcol_n) adds every entry back onto its pixel.
+//           The backward outputs are plain tensors: double backward through conv2d is not
+//           supported (Conv2dBackward records nothing).
+// Shapes    input [N, C, H, W] (or [C, H, W]: one image, the result is then [K, P, Q]),
+//           weight [K, C, R, S], bias [K] or undefined -> [N, K, P, Q] with
+//             P = (H + 2*pad_h - dil_h*(R-1) - 1) / stride_h + 1,  Q likewise;
+//           the dilated kernel dil*(R-1)+1 must fit in the padded input H + 2*pad (P >= 1).
+//           stride, dilation >= 1, padding >= 0; float32/float64; all on one device. groups = 1.
+// Saved     the input (when the weight needs a gradient) and the weight (when the input does),
+//           both contiguous.
+// Kernels   CPU: kernels/cpu/conv.cpp conv2d_forward, conv2d_backward_input,
+//           conv2d_backward_weight (im2col + GEMM, images spread over threads).
+//           CUDA: kernels/cuda/conv.cu, the same functions (im2col + cuBLAS or an implicit-GEMM
+//           kernel), or cuDNN (kernels/cuda/conv_cudnn.cu) after set_conv_backend(Cudnn).
+#include <atomic>
+
+#include "core/cuda.h"
+#include "core/ops/common.h"
+#include "kernels/conv_geometry.h"
+#include "kernels/cpu/conv.h"
+#include "kernels/cuda/conv.h"
+
+namespace ember {
+
+namespace {
+
+std::atomic<ConvBackend> g_conv_backend{ConvBackend::Native};
+
+kernels::cuda::ConvAlgo cuda_algo() {
+  return conv_backend() == ConvBackend::Cudnn ? kernels::cuda::ConvAlgo::Cudnn
+                                              : kernels::cuda::ConvAlgo::Auto;
+}
+
+std::string pair_str(const std::array<int64_t, 2>& v) {
+  return "(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ")";
+}
+
+// Checks the arguments and returns the geometry (N = 1 for a 3-d input).
+kernels::ConvGeometry conv_geometry(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                                    const Conv2dOptions& o) {
+  const char* op = "conv2d";
+  ops::check_defined(op, input, "input");
+  ops::check_defined(op, weight, "weight");
+  ops::check_same_device(op, input, weight);
+  ops::check_float(op, input);
+  ops::check_same_dtype(op, input, weight);
+  EMBER_CHECK(input.dim() == 4 || input.dim() == 3, "conv2d: input must be [N, C, H, W] (or "
+              "[C, H, W] for one image), got ", shape_str(input.shape()));
+  EMBER_CHECK(weight.dim() == 4, "conv2d: weight must be [K, C, R, S] (out channels, in channels, "
+              "kernel height, kernel width), got ", shape_str(weight.shape()));
+  const bool batched = input.dim() == 4;
+  kernels::ConvGeometry g;
+  const Shape& xs = input.shape();
+  const Shape& ws = weight.shape();
+  g.N = batched ? xs[0] : 1;
+  g.C = xs[batched ? 1 : 0];
+  g.H = xs[batched ? 2 : 1];
+  g.W = xs[batched ? 3 : 2];
+  g.K = ws[0];
+  g.R = ws[2];
+  g.S = ws[3];
+  EMBER_CHECK(ws[1] == g.C, "conv2d: input ", shape_str(xs), " has ", g.C, " channels but weight ",
+              shape_str(ws), " expects ", ws[1], " (weight is [out, in, kernel h, kernel w])");
+  EMBER_CHECK(g.R >= 1 && g.S >= 1, "conv2d: weight ", shape_str(ws),
+              " has an empty kernel: its last two dims (kernel height, width) must be >= 1");
+  if (bias.defined()) {
+    ops::check_same_device(op, input, bias);
+    ops::check_same_dtype(op, input, bias);
+    EMBER_CHECK(bias.dim() == 1 && bias.shape()[0] == g.K, "conv2d: bias must be [", g.K,
+                "] (one value per output channel of weight ", shape_str(ws), "), got ",
+                shape_str(bias.shape()));
+  }
+  EMBER_CHECK(o.stride[0] >= 1 && o.stride[1] >= 1, "conv2d: stride must be >= 1, got ",
+              pair_str(o.stride));
+  EMBER_CHECK(o.dilation[0] >= 1 && o.dilation[1] >= 1, "conv2d: dilation must be >= 1, got ",
+              pair_str(o.dilation));
+  EMBER_CHECK(o.padding[0] >= 0 && o.padding[1] >= 0, "conv2d: padding must be >= 0, got ",
+              pair_str(o.padding));
+  g.stride_h = o.stride[0];
+  g.stride_w = o.stride[1];
+  g.pad_h = o.padding[0];
+  g.pad_w = o.padding[1];
+  g.dil_h = o.dilation[0];
+  g.dil_w = o.dilation[1];
+  // The window one output pixel reads: dil*(R-1)+1 rows, dil*(S-1)+1 columns.
+  const int64_t span_h = g.dil_h * (g.R - 1) + 1, span_w = g.dil_w * (g.S - 1) + 1;
+  const int64_t in_h = g.H + 2 * g.pad_h, in_w = g.W + 2 * g.pad_w;
+  EMBER_CHECK(span_h <= in_h && span_w <= in_w, "conv2d: the kernel ", g.R, "x", g.S,
+              " with dilation ", pair_str(o.dilation), " spans ", span_h, "x", span_w,
+              ", larger than the input ", g.H, "x", g.W, " with padding ", pair_str(o.padding),
+              " (", in_h, "x", in_w, "): use a smaller kernel or dilation, more padding, or a "
+              "larger input");
+  g.P = kernels::conv_out_size(g.H, g.R, g.stride_h, g.pad_h, g.dil_h);
+  g.Q = kernels::conv_out_size(g.W, g.S, g.stride_w, g.pad_w, g.dil_w);
+  return g;
+}
+
+struct Conv2dBackward final : ops::Node {
+  ops::SavedTensor input, weight;  // contiguous; each saved only when the other needs a gradient
+  kernels::ConvGeometry geometry;
+  bool has_bias = false;
+  std::string name() const override { return "Conv2dBackward"; }
+  std::vector<Tensor> backward(const Tensor& grad) override {
+    const kernels::ConvGeometry& g = geometry;
+    const Tensor dy = grad.contiguous();
+    cuda::DeviceGuard guard(dy.device());  // a no-op on the CPU
+    Tensor dx, dw, db;
+    if (needs_input_grad(0)) {
+      const Tensor w = weight.unpack(*this, "weight");
+      dx = ops::new_output(input_shapes[0], dy);
+      if (dy.is_cuda()) {
+        kernels::cuda::conv2d_backward_input(dy.dtype(), g, dy.raw_data(), w.raw_data(),
+                                             dx.raw_data(), cuda_algo());
+      } else {
+        kernels::cpu::conv2d_backward_input(dy.dtype(), g, dy.raw_data(), w.raw_data(),
+                                            dx.raw_data());
+      }
+    }
+    const bool want_db = has_bias && needs_input_grad(2);
+    if (needs_input_grad(1)) {
+      const Tensor x = input.unpack(*this, "input");
+      dw = ops::new_output(input_shapes[1], dy);
+      if (want_db) db = ops::new_output({g.K}, dy);
+      void* db_ptr = want_db ? db.raw_data() : nullptr;
+      if (dy.is_cuda()) {
+        kernels::cuda::conv2d_backward_weight(dy.dtype(), g, x.raw_data(), dy.raw_data(),
+                                              dw.raw_data(), db_ptr, cuda_algo());
+      } else {
+        kernels::cpu::conv2d_backward_weight(dy.dtype(), g, x.raw_data(), dy.raw_data(),
+                                             dw.raw_data(), db_ptr);
+      }
+    } else if (want_db) {
+      // Only the bias learns (a frozen weight): its gradient is a plain sum, no input needed.
+      db = sum(dy.reshape({g.N, g.K, g.P * g.Q}), {0, 2});
+    }
+    return {dx, dw, db};
+  }
+  void release_saved() override {
+    input.reset();
+    weight.reset();
+  }
+};
+
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options) {
+  const kernels::ConvGeometry g = conv_geometry(input, weight, bias, options);
+  const Tensor x = input.detach().contiguous();
+  const Tensor w = weight.detach().contiguous();
+  const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
+  const Shape out_shape =
+      input.dim() == 4 ? Shape{g.N, g.K, g.P, g.Q} : Shape{g.K, g.P, g.Q};
+  Tensor out = ops::new_output(out_shape, input);
+  const void* b_ptr = b.defined() ? b.raw_data() : nullptr;
+  if (input.is_cuda()) {
+    cuda::DeviceGuard guard(input.device());
+    kernels::cuda::conv2d_forward(input.dtype(), g, x.raw_data(), w.raw_data(), b_ptr,
+                                  out.raw_data(), cuda_algo());
+  } else {
+    kernels::cpu::conv2d_forward(input.dtype(), g, x.raw_data(), w.raw_data(), b_ptr,
+                                 out.raw_data());
+  }
+
+  if (autograd::grad_needed({&input, &weight, &bias})) {
+    auto node = std::make_shared<Conv2dBackward>();
+    if (weight.requires_grad()) node->input = ops::SavedTensor(x);
+    if (input.requires_grad()) node->weight = ops::SavedTensor(w);
+    node->geometry = g;
+    node->has_bias = bias.defined();
+    autograd::connect(node, out, {&input, &weight, &bias});
+  }
+  return out;
+}
+
+// ---- which CUDA convolution runs ------------------------------------------------------------
+
+void set_conv_backend(ConvBackend backend) {
+  EMBER_CHECK_T(DeviceError, backend != ConvBackend::Cudnn || cudnn_available(),
+                "set_conv_backend(ConvBackend::Cudnn): this build of ember has no cuDNN. Install "
+                "cuDNN (cudnn.h and libcudnn next to the CUDA toolkit) and rebuild with "
+                "-DEMBER_CUDNN=ON (a CUDA build is needed), or keep ConvBackend::Native, "
+                "ember's own kernels");
+  g_conv_backend.store(backend);
+}
+
+ConvBackend conv_backend() { return g_conv_backend.load(); }
+
+bool cudnn_available() { return kernels::cuda::cudnn_built(); }
+
+}  // namespace ember

@@ -1,0 +1,264 @@
+// examples/cats_vs_dogs — seed 002 in C++: Kaggle's cats-vs-dogs photos as 50x50 grayscale
+// images, a three-layer CNN (conv 1->32->64->128, 5x5, ReLU, 2x2 max-pool each; fc 512->512;
+// fc 512->2; softmax), MSE against one-hot labels, Adam lr 1e-3, batch 100, 5 epochs, 10% of the
+// images held out for validation.
+//
+// The printed lines follow the seed: the per-class counts and the number of images, the model,
+// "Epoch: 0. Loss: 0.2506680488586426" after each epoch (the loss of the epoch's last batch,
+// printed as Python prints a float), then "Accuracy:  0.71" on the validation set (rounded to 3
+// digits, with print's double space). ember adds the mean loss and the wall time of every epoch,
+// and the total.
+//
+//   cats_vs_dogs [--data DIR] [--device cpu|cuda|cuda:N] [--epochs 5] [--batch-size 100]
+//                [--lr 0.001] [--seed 0] [--threads N] [--no-cache]
+//
+// --data is the PetImages folder (PetImages/Cat/*.jpg, PetImages/Dog/*.jpg); by default
+// $EMBER_DATA/PetImages, or ./PetImages without EMBER_DATA. The first run decodes the photos (a few
+// seconds) and caches them in PetImages/.ember-cache; later runs read the cache.
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/ember.h"
+#include "data/data.h"
+#include "examples/common/models.h"
+#include "nn/nn.h"
+#include "optim/optim.h"
+
+using namespace ember;
+namespace F = ember::nn::functional;
+
+namespace {
+
+// The seed's Net, layer for layer (examples/common/models.h, shared with bench/bench_train).
+using examples::cats_vs_dogs::Net;
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// How Python's repr prints a float: the shortest digits that read back as the same double
+// (0.2506680488586426), with ".0" on whole numbers. The loss is a float32 widened to double, as
+// PyTorch's f"{loss}" formats it.
+std::string python_float(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  std::string s(buf, res.ptr);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+// One line, rewritten in place, while stdout is a terminal.
+void progress(int epoch, int64_t done, int64_t total, double rate, double loss) {
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(kWidth * done / total);
+  std::printf("\r  epoch %d [%s%s] %lld/%lld  %.1f batches/s  loss %.4f ", epoch,
+              std::string(static_cast<size_t>(filled), '#').c_str(),
+              std::string(static_cast<size_t>(kWidth - filled), '.').c_str(),
+              static_cast<long long>(done), static_cast<long long>(total), rate, loss);
+  std::fflush(stdout);
+}
+
+struct EpochResult {
+  double last_loss = 0.0;  // the seed prints the loss of the epoch's last batch
+  double mean_loss = 0.0;
+  int64_t samples = 0;
+};
+
+EpochResult train(int epoch, Net& net, nn::MSELoss& loss_function, optim::Optimizer& optimizer,
+                  data::DataLoader& loader, Device device, bool tty) {
+  net.train();
+  const int64_t total = loader.size();
+  const auto start = std::chrono::steady_clock::now();
+  // The losses are summed on the device and read once at the end: reading every batch's loss
+  // would make the host wait for the GPU after each step.
+  Tensor loss_sum = zeros({}, device);
+  Tensor loss;
+  EpochResult r;
+  int64_t batch_idx = 0;
+  for (const data::Batch& batch : loader) {
+    // From pinned memory (the loader's pin_memory on a GPU) this copy is asynchronous.
+    const Tensor batch_X = batch.data.to(device, /*non_blocking=*/true);  // [B, 1, 50, 50]
+    // The seed's labels are np.eye(2)[label] rows; one_hot builds them from the class indices,
+    // on the CPU, where checking the labels' range costs no wait for the GPU. Pinned, so that
+    // their copy is asynchronous too (a copy from pageable memory would wait for the GPU to
+    // finish the previous step).
+    Tensor one_hot = F::one_hot(batch.target, 2);
+    if (device.is_cuda()) one_hot = one_hot.pin_memory();
+    const Tensor batch_y = one_hot.to(device, /*non_blocking=*/true);  // [B, 2]
+
+    optimizer.zero_grad();  // the seed also calls net.zero_grad(): the same parameters
+    const Tensor outputs = net(batch_X);
+    loss = loss_function(outputs, batch_y);
+    loss.backward();
+    optimizer.step();
+
+    loss_sum.add_(loss.detach());
+    r.samples += batch.target.size(0);
+    ++batch_idx;
+    if (tty && (batch_idx % 10 == 0 || batch_idx == total)) {
+      progress(epoch, batch_idx, total, batch_idx / seconds_since(start), loss.item());
+    }
+  }
+  if (tty) std::printf("\r%90s\r", "");
+  if (batch_idx > 0) {
+    r.last_loss = loss.item();
+    r.mean_loss = loss_sum.item() / static_cast<double>(batch_idx);
+  }
+  return r;
+}
+
+// The fraction of validation images whose larger softmax output is their class. The seed feeds
+// them one by one; batches give the same predictions, faster.
+double test(Net& net, data::DataLoader& loader, Device device) {
+  net.eval();
+  NoGradGuard no_grad;
+  int64_t correct = 0, total = 0;
+  for (const data::Batch& batch : loader) {
+    const Tensor net_out = net(batch.data.to(device, /*non_blocking=*/true));
+    const Tensor predicted_class = argmax(net_out, 1).cpu();
+    correct += static_cast<int64_t>(predicted_class.eq(batch.target).to(kInt64).sum().item());
+    total += batch.target.size(0);
+  }
+  return total > 0 ? static_cast<double>(correct) / static_cast<double>(total) : 0.0;
+}
+
+std::string default_data_dir() {
+  const char* root = std::getenv("EMBER_DATA");
+  return root && *root ? (std::filesystem::path(root) / "PetImages").string() : "PetImages";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ember: seed 002's cats-vs-dogs CNN (50x50 grayscale, conv 32-64-128, fc 512-2)"};
+  std::string data_dir = default_data_dir();
+  std::string device_name;
+  int epochs = 5, threads = 0;
+  int64_t batch_size = 100;
+  double lr = 1e-3, val_fraction = 0.1;
+  uint64_t seed = 0;
+  bool no_cache = false;
+  app.add_option("--data", data_dir,
+                 "the PetImages folder (Cat/ and Dog/ sub-folders of photos); default: "
+                 "$EMBER_DATA/PetImages, else ./PetImages");
+  app.add_option("--device", device_name, "cpu, cuda or cuda:N (default: cuda when available)");
+  app.add_option("--epochs", epochs, "passes over the training set")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", batch_size, "images per batch")->check(CLI::PositiveNumber);
+  app.add_option("--lr", lr, "Adam learning rate")->check(CLI::NonNegativeNumber);
+  app.add_option("--val-fraction", val_fraction, "share of the images held out for validation")
+      ->check(CLI::Range(0.0, 0.99));
+  app.add_option("--seed", seed, "seed for initialization, the split and shuffling");
+  app.add_option("--threads", threads, "CPU threads for training and decoding (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--no-cache", no_cache, "decode the photos again; do not read or write the cache");
+  CLI11_PARSE(app, argc, argv);
+
+  if (!std::filesystem::exists(data_dir)) {
+    std::fprintf(stderr, "cats_vs_dogs: no data at '%s'.\n\n%s\n\nThen run: cats_vs_dogs --data "
+                 "path/to/PetImages (or set EMBER_DATA to the folder that holds PetImages).\n",
+                 data_dir.c_str(), data::pet_images_hint().c_str());
+    return 2;
+  }
+
+  try {
+    if (threads > 0) set_num_threads(threads);
+    // As the seed: the GPU when there is one, else the CPU — and say which.
+    Device device = device_name.empty() ? Device(cuda::is_available() ? "cuda" : "cpu")
+                                        : Device(device_name);
+    if (device_name.empty() && device.is_cuda()) {
+      // A GPU is there; does this build carry code for it? (If not, say why and use the CPU.)
+      std::string why;
+      if (!cuda::device_supported(cuda::current_device(), &why)) {
+        std::printf("device: the GPU cannot be used (%s); using cpu\n", why.c_str());
+        device = Device::cpu();
+      }
+    }
+    // An unusable --device fails here, with the core's reason, not after the data is loaded.
+    (void)zeros({1}, device);
+    std::printf("%s\n", device.is_cuda() ? "Running on the GPU" : "Running on the CPU");
+    std::printf("device: %s%s\n", device.str().c_str(),
+                device_name.empty() && !cuda::is_available()
+                    ? (std::string(" (no GPU: ") + cuda::unavailable_reason() + ")").c_str()
+                    : "");
+    if (device.is_cpu()) std::printf("threads: %d\n", get_num_threads());
+    manual_seed(seed);
+
+    // The data: 50x50 grayscale, uint8 in memory; ToTensor scales each batch to 0..1 (the
+    // seed's X / 255.0) on the loader's background thread.
+    data::ImageFolderOptions options;
+    options.height = options.width = 50;
+    options.grayscale = true;
+    options.threads = threads;
+    options.use_cache = !no_cache;
+    const auto load_start = std::chrono::steady_clock::now();
+    data::ImageFolder pets(data_dir, options, data::ToTensor());
+    std::printf("%s\n%lld\n", pets.summary().c_str(), static_cast<long long>(pets.size()));
+    std::printf("data: %s, %s in %.2f s\n", data_dir.c_str(),
+                pets.from_cache() ? "read from the cache" : "decoded", seconds_since(load_start));
+    std::fflush(stdout);
+
+    auto [train_set, val_set] = data::train_val_split(pets, val_fraction, seed);
+    std::printf("train: %lld images, validation: %lld images\n",
+                static_cast<long long>(train_set.size()), static_cast<long long>(val_set.size()));
+    data::DataLoaderOptions train_opts;
+    train_opts.batch_size = batch_size;
+    train_opts.shuffle = true;
+    train_opts.seed = seed;
+    train_opts.pin_memory = device.is_cuda();
+    data::DataLoaderOptions val_opts;
+    val_opts.batch_size = batch_size;
+    val_opts.pin_memory = device.is_cuda();
+    data::DataLoader train_loader(std::move(train_set), train_opts);
+    data::DataLoader val_loader(std::move(val_set), val_opts);
+
+    Net net;
+    net.to(device);  // moves the parameters in place: the seed's Net().to(device)
+    std::printf("%s\n", net.str().c_str());
+    optim::AdamOptions adam;
+    adam.lr = lr;
+    optim::Adam optimizer(net.parameters(), adam);
+    nn::MSELoss loss_function;
+
+    const bool tty = isatty(fileno(stdout)) != 0;
+    const auto total_start = std::chrono::steady_clock::now();
+    double train_seconds = 0.0;
+    for (int epoch = 0; epoch < epochs; ++epoch) {
+      const auto epoch_start = std::chrono::steady_clock::now();
+      const EpochResult r = train(epoch, net, loss_function, optimizer, train_loader, device, tty);
+      const double s = seconds_since(epoch_start);  // the final loss.item() waited for the GPU
+      train_seconds += s;
+      std::printf("Epoch: %d. Loss: %s\n", epoch, python_float(r.last_loss).c_str());
+      std::printf("  epoch %d: mean loss %.4f, %.2f s (%.0f images/s)\n", epoch, r.mean_loss, s,
+                  static_cast<double>(r.samples) / s);
+      std::fflush(stdout);
+    }
+
+    const auto test_start = std::chrono::steady_clock::now();
+    const double accuracy = test(net, val_loader, device);
+    std::printf("Accuracy:  %s\n", python_float(std::round(accuracy * 1000.0) / 1000.0).c_str());
+    std::printf("validation: %.2f s; training: %.2f s for %d epochs (%.2f s per epoch); total "
+                "%.2f s\n",
+                seconds_since(test_start), train_seconds, epochs, train_seconds / epochs,
+                seconds_since(total_start));
+  } catch (const IOError& e) {
+    // A folder that is there but laid out wrongly, or holds no image: the message says what was
+    // expected (it ends with data::pet_images_hint()).
+    std::fprintf(stderr, "cats_vs_dogs: %s\n", e.what());
+    return 2;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "cats_vs_dogs: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

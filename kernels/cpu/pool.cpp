@@ -1,0 +1,207 @@
+// 2-d max and average pooling on the CPU, contiguous NCHW (the contract is in pool.h).
+//
+// Every kernel here works plane by plane: the N*C planes of H x W inputs (and P x Q outputs)
+// are independent, so they are split across threads, and one plane is always computed whole by
+// one thread. Nothing is summed across threads, so the results are the same bits for any thread
+// count.
+//
+// The window of output (p, q) starts at (h0, w0) = (p * sh - ph, q * sw - pw); clipping it to
+// the plane gives rows [max(h0, 0), min(h0 + kh, H)) and columns likewise. The op card's rule
+// pad <= kernel / 2 guarantees the clipped window is never empty (see core/ops/pool2d.cpp).
+#include "kernels/cpu/pool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/parallel.h"
+
+namespace ember::kernels::cpu {
+
+namespace {
+
+// The clipped range [begin, end) of rows (or columns) that window number `o` covers.
+struct Span {
+  int64_t begin, end;
+};
+inline Span window(int64_t o, int64_t stride, int64_t pad, int64_t kernel, int64_t size) {
+  const int64_t start = o * stride - pad;
+  return {std::max<int64_t>(start, 0), std::min(start + kernel, size)};
+}
+
+// The outputs whose windows contain input row (or column) i: o with
+// o * stride - pad <= i <= o * stride - pad + kernel - 1, within [0, out).
+inline Span covering(int64_t i, int64_t stride, int64_t pad, int64_t kernel, int64_t out) {
+  const int64_t lo_num = i + pad - kernel + 1;  // o >= ceil(lo_num / stride)
+  const int64_t lo = lo_num <= 0 ? 0 : (lo_num + stride - 1) / stride;
+  const int64_t hi = std::min((i + pad) / stride + 1, out);  // o <= floor((i + pad) / stride)
+  return {lo, std::max(lo, hi)};
+}
+
+// Planes per task: enough work in one task to be worth a thread.
+int64_t plane_grain(int64_t work_per_plane) {
+  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work_per_plane, 1));
+}
+
+// One window's scan. The rule (the max reduction's, kernels/cpu/reduce.cpp, and the CUDA
+// kernel's): only a strictly larger number replaces the running best, so ties keep the first
+// tap in row-major order; a NaN beats every number, and the first NaN of the window is kept.
+//
+// Written without data-dependent branches: on real data "is this tap larger?" is a coin flip,
+// and a mispredicted branch per tap cost about 3x the time of this loop (measured on the
+// cats-vs-dogs shapes). `m = v > m ? v : m` compiles to a max instruction, the position moves
+// by an integer multiply with the 0/1 comparison, and NaNs are only noted (v > m is false for a
+// NaN v, so they never enter m). A window that holds a NaN — rare, so its branch is
+// predictable — is scanned again for the first NaN.
+template <typename T>
+inline int64_t argmax_window(const T* xp, int64_t W, Span rows, Span cols) {
+  const int64_t first = rows.begin * W + cols.begin;
+  int64_t at = first;
+  T m = xp[first];
+  bool nan = false;
+  for (int64_t h = rows.begin; h < rows.end; ++h) {
+    const T* row = xp + h * W;
+    for (int64_t w = cols.begin; w < cols.end; ++w) {
+      const T v = row[w];
+      at += (h * W + w - at) * static_cast<int64_t>(v > m);
+      m = v > m ? v : m;
+      nan |= std::isnan(v);
+    }
+  }
+  if (!nan) return at;
+  for (int64_t h = rows.begin; h < rows.end; ++h)
+    for (int64_t w = cols.begin; w < cols.end; ++w)
+      if (std::isnan(xp[h * W + w])) return h * W + w;
+  return at;  // not reached: a NaN was seen
+}
+
+template <typename T>
+void max_forward_typed(const PoolGeometry& g, const T* x, T* y, int64_t* idx) {
+  const int64_t planes = g.N * g.C, in_plane = g.H * g.W, out_plane = g.P * g.Q;
+  parallel_for(0, planes, plane_grain(out_plane * g.kernel_h * g.kernel_w), [&](int64_t b,
+                                                                                int64_t e) {
+    for (int64_t plane = b; plane < e; ++plane) {
+      const T* xp = x + plane * in_plane;
+      T* yp = y + plane * out_plane;
+      int64_t* ip = idx + plane * out_plane;
+      for (int64_t p = 0; p < g.P; ++p) {
+        const Span rows = window(p, g.stride_h, g.pad_h, g.kernel_h, g.H);
+        for (int64_t q = 0; q < g.Q; ++q) {
+          // The scan covers only the taps inside the plane: padding (-inf) never wins, even
+          // over an input of -inf, whose index is then the first real tap.
+          const Span cols = window(q, g.stride_w, g.pad_w, g.kernel_w, g.W);
+          const int64_t at = argmax_window(xp, g.W, rows, cols);
+          yp[p * g.Q + q] = xp[at];
+          ip[p * g.Q + q] = at;
+        }
+      }
+    }
+  });
+}
+
+// Each plane: clear dx, then walk the outputs in row-major order adding dy into the picked
+// input. Serial within the plane, so where windows overlap the additions always happen in the
+// same order (output row-major), which is also the order the CUDA kernel gathers them in.
+template <typename T>
+void max_backward_typed(const PoolGeometry& g, const T* dy, const int64_t* idx, T* dx) {
+  const int64_t planes = g.N * g.C, in_plane = g.H * g.W, out_plane = g.P * g.Q;
+  parallel_for(0, planes, plane_grain(in_plane + out_plane), [&](int64_t b, int64_t e) {
+    for (int64_t plane = b; plane < e; ++plane) {
+      const T* gp = dy + plane * out_plane;
+      const int64_t* ip = idx + plane * out_plane;
+      T* dp = dx + plane * in_plane;
+      std::fill(dp, dp + in_plane, T(0));
+      for (int64_t k = 0; k < out_plane; ++k) dp[ip[k]] += gp[k];
+    }
+  });
+}
+
+// Sums run in double (for float32 too) in row-major window order, then one division by the
+// full window size: the CUDA kernel does exactly the same.
+template <typename T>
+void avg_forward_typed(const PoolGeometry& g, const T* x, T* y) {
+  const int64_t planes = g.N * g.C, in_plane = g.H * g.W, out_plane = g.P * g.Q;
+  const double divisor = static_cast<double>(g.kernel_h * g.kernel_w);
+  parallel_for(0, planes, plane_grain(out_plane * g.kernel_h * g.kernel_w), [&](int64_t b,
+                                                                                int64_t e) {
+    for (int64_t plane = b; plane < e; ++plane) {
+      const T* xp = x + plane * in_plane;
+      T* yp = y + plane * out_plane;
+      for (int64_t p = 0; p < g.P; ++p) {
+        const Span rows = window(p, g.stride_h, g.pad_h, g.kernel_h, g.H);
+        for (int64_t q = 0; q < g.Q; ++q) {
+          const Span cols = window(q, g.stride_w, g.pad_w, g.kernel_w, g.W);
+          double s = 0.0;
+          for (int64_t h = rows.begin; h < rows.end; ++h)
+            for (int64_t w = cols.begin; w < cols.end; ++w) s += xp[h * g.W + w];
+          yp[p * g.Q + q] = static_cast<T>(s / divisor);
+        }
+      }
+    }
+  });
+}
+
+// Gathers, for each input (h, w), the dy of every window that contains it (outputs in
+// row-major order), summed in double and divided once. A gather writes each dx exactly once,
+// and it is the CUDA kernel's loop, so both devices add the same numbers in the same order.
+// Which outputs cover row h (column w) does not depend on the plane: worked out once per call.
+template <typename T>
+void avg_backward_typed(const PoolGeometry& g, const T* dy, T* dx) {
+  const int64_t planes = g.N * g.C, in_plane = g.H * g.W, out_plane = g.P * g.Q;
+  const double divisor = static_cast<double>(g.kernel_h * g.kernel_w);
+  std::vector<Span> row_cover(static_cast<size_t>(g.H)), col_cover(static_cast<size_t>(g.W));
+  for (int64_t h = 0; h < g.H; ++h)
+    row_cover[static_cast<size_t>(h)] = covering(h, g.stride_h, g.pad_h, g.kernel_h, g.P);
+  for (int64_t w = 0; w < g.W; ++w)
+    col_cover[static_cast<size_t>(w)] = covering(w, g.stride_w, g.pad_w, g.kernel_w, g.Q);
+  const int64_t per_input = ((g.kernel_h + g.stride_h - 1) / g.stride_h) *
+                            ((g.kernel_w + g.stride_w - 1) / g.stride_w);
+  parallel_for(0, planes, plane_grain(in_plane * per_input), [&](int64_t b, int64_t e) {
+    for (int64_t plane = b; plane < e; ++plane) {
+      const T* gp = dy + plane * out_plane;
+      T* dp = dx + plane * in_plane;
+      for (int64_t h = 0; h < g.H; ++h) {
+        const Span ps = row_cover[static_cast<size_t>(h)];
+        for (int64_t w = 0; w < g.W; ++w) {
+          const Span qs = col_cover[static_cast<size_t>(w)];
+          double s = 0.0;
+          for (int64_t p = ps.begin; p < ps.end; ++p)
+            for (int64_t q = qs.begin; q < qs.end; ++q) s += gp[p * g.Q + q];
+          dp[h * g.W + w] = static_cast<T>(s / divisor);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void max_pool2d_forward(DType dtype, const PoolGeometry& g, const void* x, void* y,
+                        int64_t* indices) {
+  EMBER_DISPATCH_FLOAT(dtype, "max_pool2d", [&] {
+    max_forward_typed<scalar_t>(g, static_cast<const scalar_t*>(x), static_cast<scalar_t*>(y),
+                                indices);
+  });
+}
+
+void max_pool2d_backward(DType dtype, const PoolGeometry& g, const void* dy,
+                         const int64_t* indices, void* dx) {
+  EMBER_DISPATCH_FLOAT(dtype, "max_pool2d backward", [&] {
+    max_backward_typed<scalar_t>(g, static_cast<const scalar_t*>(dy), indices,
+                                 static_cast<scalar_t*>(dx));
+  });
+}
+
+void avg_pool2d_forward(DType dtype, const PoolGeometry& g, const void* x, void* y) {
+  EMBER_DISPATCH_FLOAT(dtype, "avg_pool2d", [&] {
+    avg_forward_typed<scalar_t>(g, static_cast<const scalar_t*>(x), static_cast<scalar_t*>(y));
+  });
+}
+
+void avg_pool2d_backward(DType dtype, const PoolGeometry& g, const void* dy, void* dx) {
+  EMBER_DISPATCH_FLOAT(dtype, "avg_pool2d backward", [&] {
+    avg_backward_typed<scalar_t>(g, static_cast<const scalar_t*>(dy), static_cast<scalar_t*>(dx));
+  });
+}
+
+}  // namespace ember::kernels::cpu

@@ -1,0 +1,29 @@
+// ember/kernels/cuda/conv.h — 2-d convolution on CUDA: the same contract as
+// kernels/cpu/conv.h (contiguous NCHW, device pointers, asynchronous on the stream).
+//
+// Three implementations (kernels/cuda/conv.cu, conv_cudnn.cu):
+//   Im2colGemm    im2col into a scratch buffer, then cuBLAS (kernels/cuda/gemm.h)
+//   ImplicitGemm  one kernel that reads the input windows straight from x while it multiplies
+//                 (no scratch buffer; written here)
+//   Cudnn         cuDNN's best algorithm, when this build has cuDNN (the reference)
+// Auto picks ember's faster native one for the shape (the rule is written in conv.cu).
+#pragma once
+
+#include "core/dtype.h"
+#include "kernels/conv_geometry.h"
+
+namespace ember::kernels::cuda {
+
+enum class ConvAlgo { Auto, Im2colGemm, ImplicitGemm, Cudnn };
+
+void conv2d_forward(DType dtype, const ConvGeometry& g, const void* x, const void* w,
+                    const void* b, void* y, ConvAlgo algo = ConvAlgo::Auto);
+void conv2d_backward_input(DType dtype, const ConvGeometry& g, const void* dy, const void* w,
+                           void* dx, ConvAlgo algo = ConvAlgo::Auto);
+void conv2d_backward_weight(DType dtype, const ConvGeometry& g, const void* x, const void* dy,
+                            void* dw, void* db, ConvAlgo algo = ConvAlgo::Auto);
+
+// Was ember built with cuDNN (EMBER_CUDNN found cudnn.h and the library)?
+bool cudnn_built();
+
+}  // namespace ember::kernels::cuda
