@@ -205,15 +205,19 @@ def join(ember, torch_t):
     ratio = pick_ratio_column(e_vals, t_vals, ember["title"])
     columns = list(ember["columns"][:k])
     layout = []  # (side, column index)
+
+    def label(side, c):  # bench_cpu's columns are already called "ember" and "pytorch"
+        return c if c.lower() in ("ember", "pytorch") else f"{side} {c}"
+
     for i, c in enumerate(e_vals):
-        columns.append(f"ember {c}")
+        columns.append(label("ember", c))
         layout.append(("e", k + i))
         if c in t_vals:
-            columns.append(f"PyTorch {c}")
+            columns.append(label("PyTorch", c))
             layout.append(("t", k + t_vals.index(c)))
     for i, c in enumerate(t_vals):
         if c not in e_vals:
-            columns.append(f"PyTorch {c}")
+            columns.append(label("PyTorch", c))
             layout.append(("t", k + i))
     if ratio:
         columns.append(f"ember / PyTorch ({ratio[0]})")
@@ -234,8 +238,10 @@ def join(ember, torch_t):
     text = md_table(columns, rows, left=k)
     if ratio:
         better = "below 1: ember is faster" if ratio[2] else "above 1: ember is faster"
-        what = ratio[0] if ratio[0] == ratio[1] else f"ember {ratio[0]} / PyTorch {ratio[1]}"
-        text += f"\n\nember / PyTorch of `{what}` ({better})."
+        if ratio[0] == ratio[1]:
+            text += f"\n\nember / PyTorch of `{ratio[0]}` ({better})."
+        else:
+            text += f"\n\nRatio: `{ratio[0]}` / `{ratio[1]}` ({better})."
     keys = ", ".join(ember["columns"][:k]) or "(none)"
     return text + f" Joined on: {keys}."
 
@@ -308,6 +314,9 @@ def main():
     if not os.path.isdir(build) and os.path.isdir(os.path.join(REPO, build)):
         build = os.path.join(REPO, build)
     build = os.path.abspath(build)
+    if not os.path.isdir(build):
+        sys.exit(f"run_all.py: {build} is not a folder. Build the benches first (cmake --build "
+                 "build --target bench_train ...) or point --build at the folder that has them.")
     out_dir = os.path.abspath(args.out or os.path.join(build, "results"))
     os.makedirs(out_dir, exist_ok=True)
     both = parse_per_bench(args.args, "--args")
