@@ -381,12 +381,12 @@ int run(int argc, char** argv) {
                "tolerance rtol * (|ref| + sqrt(K)) with rtol "
             << kRtolFp32 << " (FP32) and " << kRtolTf32 << " (TF32, vs cuBLAS TF32)\n\n";
 
-  std::vector<Shape> todo;
+  std::vector<Shape> shapes_to_run;
   if (shapes != "mnist") {
-    for (int n : sizes) todo.push_back({"square", n, n, n});
+    for (int n : sizes) shapes_to_run.push_back({"square", n, n, n});
   }
   if (shapes != "squares") {
-    for (const Shape& s : mnist_shapes()) todo.push_back(s);
+    for (const Shape& s : mnist_shapes()) shapes_to_run.push_back(s);
   }
 
   const Cublas cublas;
@@ -397,7 +397,7 @@ int run(int argc, char** argv) {
                      "ember training path"});
   bool failed = false;
   double best_pct_4096 = -1.0, tf32_pct_4096 = -1.0;
-  for (const Shape& s : todo) {
+  for (const Shape& s : shapes_to_run) {
     ShapeResult r = run_shape(s, kernels, cublas, quick, tf32_supported);
     r.table.print(std::cout);
     std::cout << "\n" << std::flush;

@@ -2,8 +2,6 @@
 // the red, green and blue planes), the size and label checks, the folder search and its errors.
 // Full-size files (10000 records, 30.7 MB) are written where the reader demands them; the five
 // training batches share two distinct files through symbolic links to keep the test light.
-#include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -13,6 +11,7 @@
 
 #include "core/ember.h"
 #include "data/data.h"
+#include "test_files.h"
 
 using namespace ember;
 using namespace ember::data;
@@ -21,39 +20,14 @@ using Catch::Matchers::Contains;
 namespace {
 
 namespace fs = std::filesystem;
-using Bytes = std::vector<uint8_t>;
+using test::Bytes;
+using test::error_of;
+using test::write_bytes;
 
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    const auto ticks = std::chrono::steady_clock::now().time_since_epoch().count();
-    path_ = fs::temp_directory_path() /
-            ("ember_test_cifar_" + std::to_string(ticks) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
+// A scratch folder for this file's tests.
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("ember_test_cifar_") {}
 };
-
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  FAIL("expected an exception, none was thrown");
-  return "";
-}
 
 // Pixel (c, y, x) of record i in file `tag`: a value that tells all four apart (mod 256).
 uint8_t pixel(int tag, int64_t i, int c, int y, int x) {
@@ -73,13 +47,6 @@ Bytes batch(int64_t records, int tag) {
     }
   }
   return b;
-}
-
-void write_bytes(const std::string& path, const Bytes& b) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  REQUIRE(out.good());
 }
 
 // Checks sample k of `images`/`labels` against record i of file `tag`.

@@ -21,6 +21,7 @@
 
 #include "core/ember.h"
 #include "data/data.h"
+#include "test_files.h"
 
 using namespace ember;
 using namespace ember::data;
@@ -29,29 +30,14 @@ using Catch::Matchers::Contains;
 namespace {
 
 namespace fs = std::filesystem;
-using Bytes = std::vector<uint8_t>;
+using test::Bytes;
+using test::error_of;
+using test::read_bytes;
+using test::write_bytes;
 
-// A fresh folder under the system's temp dir, removed with everything in it at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    const auto ticks = std::chrono::steady_clock::now().time_since_epoch().count();
-    path_ = fs::temp_directory_path() /
-            ("ember_test_data_" + std::to_string(ticks) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
+// A scratch folder for this file's tests.
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("ember_test_data_") {}
 };
 
 void put_be32(Bytes& b, uint32_t v) {
@@ -73,13 +59,6 @@ Bytes pattern(size_t n) {
   return b;
 }
 
-void write_plain(const std::string& path, const Bytes& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out.good());
-}
-
 // mode "wb" starts a file, "ab" appends a second gzip member to it.
 void write_gz(const std::string& path, const Bytes& bytes, const char* mode = "wb") {
   gzFile f = gzopen(path.c_str(), mode);
@@ -89,23 +68,6 @@ void write_gz(const std::string& path, const Bytes& bytes, const char* mode = "w
             static_cast<int>(bytes.size()));
   }
   REQUIRE(gzclose(f) == Z_OK);
-}
-
-Bytes read_plain(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-// The message of the E that f throws (fails the test if f throws nothing).
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  FAIL("expected an exception, none was thrown");
-  return "";
 }
 
 template <typename T>
@@ -133,7 +95,7 @@ struct FakeMnist {
       if (gz) {
         write_gz((fs::path(dir) / (name + ".gz")).string(), b);
       } else {
-        write_plain((fs::path(dir) / name).string(), b);
+        write_bytes((fs::path(dir) / name).string(), b);
       }
     };
     put("train-images-idx3-ubyte", images(n_train));
@@ -179,7 +141,7 @@ TEST_CASE("read_idx: good files load with exact values, plain and gzip", "[data]
   TempDir dir;
   const Bytes pixels = pattern(3 * 2 * 4);
   const Bytes file = idx_file({3, 2, 4}, pixels);
-  write_plain(dir / "images", file);
+  write_bytes(dir / "images", file);
   write_gz(dir / "images.gz", file);
   // Two gzip members back to back decompress to the concatenation, as with gunzip.
   const size_t half = file.size() / 2;
@@ -194,11 +156,11 @@ TEST_CASE("read_idx: good files load with exact values, plain and gzip", "[data]
     CHECK(values<uint8_t>(t) == pixels);
   }
   // Labels, any rank with IdxKind::Any, and an empty array.
-  write_plain(dir / "labels", idx_file({4}, {0, 9, 3, 7}));
+  write_bytes(dir / "labels", idx_file({4}, {0, 9, 3, 7}));
   CHECK(values<uint8_t>(read_idx(dir / "labels", IdxKind::Labels)) == Bytes{0, 9, 3, 7});
   write_gz(dir / "4d.gz", idx_file({2, 1, 3, 2}, pattern(12)));
   CHECK(read_idx(dir / "4d.gz").shape() == Shape{2, 1, 3, 2});
-  write_plain(dir / "empty-labels", idx_file({0}, {}));
+  write_bytes(dir / "empty-labels", idx_file({0}, {}));
   CHECK(read_idx(dir / "empty-labels", IdxKind::Labels).shape() == Shape{0});
   CHECK(read_maybe_gzipped(dir / "images.gz") == file);
 }
@@ -208,7 +170,7 @@ TEST_CASE("read_idx: malformed files raise IOError naming the file and the probl
   auto check = [&](const std::string& name, const Bytes& bytes, const std::string& expected,
                    IdxKind kind = IdxKind::Any) {
     INFO(name << ": expecting '" << expected << "'");
-    write_plain(dir / name, bytes);
+    write_bytes(dir / name, bytes);
     const std::string msg = error_of<IOError>([&] { read_idx(dir / name, kind); });
     CHECK_THAT(msg, Contains(dir / name));
     CHECK_THAT(msg, Contains(expected));
@@ -250,14 +212,14 @@ TEST_CASE("read_idx: corrupt and cut-short gzip streams raise IOError", "[data]"
   TempDir dir;
   const Bytes file = idx_file({50, 8, 8}, pattern(50 * 64));
   write_gz(dir / "good.gz", file);
-  const Bytes gz = read_plain(dir / "good.gz");
+  const Bytes gz = read_bytes(dir / "good.gz");
   REQUIRE(gz.size() > 30);
 
   // Byte 10 starts the deflate data (after gzip's 10-byte header); 0xFF there declares the final
   // block with block type 3, which does not exist.
   Bytes corrupt = gz;
   corrupt[10] = 0xFF;
-  write_plain(dir / "corrupt.gz", corrupt);
+  write_bytes(dir / "corrupt.gz", corrupt);
   std::string msg = error_of<IOError>([&] { read_idx(dir / "corrupt.gz"); });
   CHECK_THAT(msg, Contains(dir / "corrupt.gz") && Contains("corrupt gzip data") &&
                       Contains("invalid block type"));
@@ -265,19 +227,19 @@ TEST_CASE("read_idx: corrupt and cut-short gzip streams raise IOError", "[data]"
   // A wrong CRC-32 in the trailer: every byte inflates, the check at the end fails.
   Bytes bad_crc = gz;
   bad_crc[gz.size() - 8] ^= 0x01;
-  write_plain(dir / "bad-crc.gz", bad_crc);
+  write_bytes(dir / "bad-crc.gz", bad_crc);
   CHECK_THAT(error_of<IOError>([&] { read_idx(dir / "bad-crc.gz"); }),
              Contains("corrupt gzip data") && Contains("incorrect data check"));
 
   // A download cut in half.
-  write_plain(dir / "half.gz", Bytes(gz.begin(), gz.begin() + static_cast<long>(gz.size() / 2)));
+  write_bytes(dir / "half.gz", Bytes(gz.begin(), gz.begin() + static_cast<long>(gz.size() / 2)));
   msg = error_of<IOError>([&] { read_idx(dir / "half.gz"); });
   CHECK_THAT(msg, Contains(dir / "half.gz") && Contains("gzip stream ends early"));
 
   // Garbage after the gzip stream.
   Bytes trailing = gz;
   trailing.insert(trailing.end(), {'j', 'u', 'n', 'k'});
-  write_plain(dir / "trailing.gz", trailing);
+  write_bytes(dir / "trailing.gz", trailing);
   CHECK_THAT(error_of<IOError>([&] { read_idx(dir / "trailing.gz"); }),
              Contains("4 bytes of garbage after the end of the gzip stream"));
 
@@ -343,7 +305,7 @@ TEST_CASE("MNIST: missing folders and files explain where to get MNIST", "[data]
   // A folder with only the labels file.
   FakeMnist fake;
   fs::create_directories(dir / "partial");
-  write_plain(dir / "partial/train-labels-idx1-ubyte", fake.labels(12));
+  write_bytes(dir / "partial/train-labels-idx1-ubyte", fake.labels(12));
   msg = error_of<IOError>([&] { MNIST(dir / "partial", true); });
   CHECK_THAT(msg, Contains("no train-images-idx3-ubyte[.gz] in") &&
                       Contains("dataset-fashion-mnist"));
@@ -355,7 +317,7 @@ TEST_CASE("MNIST: missing folders and files explain where to get MNIST", "[data]
   CHECK_THAT(error_of<IOError>([&] { MNIST(dir / "trainonly", false); }),
              Contains("no t10k-images-idx3-ubyte[.gz] and t10k-labels-idx1-ubyte[.gz]"));
   // A file where the folder should be.
-  write_plain(dir / "a-file", {1, 2, 3});
+  write_bytes(dir / "a-file", {1, 2, 3});
   CHECK_THAT(error_of<IOError>([&] { MNIST(dir / "a-file", true); }), Contains("is a file"));
 }
 
@@ -363,12 +325,12 @@ TEST_CASE("MNIST: images and labels must agree, labels must be 0..9", "[data]") 
   TempDir dir;
   FakeMnist fake;
   fake.write(dir / "count");
-  write_plain(dir / "count/train-labels-idx1-ubyte", fake.labels(11));
+  write_bytes(dir / "count/train-labels-idx1-ubyte", fake.labels(11));
   std::string msg = error_of<IOError>([&] { MNIST(dir / "count", true); });
   CHECK_THAT(msg, Contains("12 images vs 11 labels") && Contains("do not belong together"));
 
   fake.write(dir / "range");
-  write_plain(dir / "range/train-labels-idx1-ubyte",
+  write_bytes(dir / "range/train-labels-idx1-ubyte",
               idx_file({12}, {0, 1, 2, 10, 4, 5, 6, 7, 8, 9, 0, 1}));
   msg = error_of<IOError>([&] { MNIST(dir / "range", true); });
   CHECK_THAT(msg, Contains("train-labels-idx1-ubyte: label 10 at index 3 is out of range 0..9"));
@@ -383,9 +345,9 @@ TEST_CASE("MNIST: images and labels must agree, labels must be 0..9", "[data]") 
   // A corrupt gzip inside the dataset surfaces with the file's name.
   fake.gz = true;
   fake.write(dir / "gzbad");
-  Bytes gz = read_plain(dir / "gzbad/train-images-idx3-ubyte.gz");
+  Bytes gz = read_bytes(dir / "gzbad/train-images-idx3-ubyte.gz");
   gz.resize(gz.size() - 20);
-  write_plain(dir / "gzbad/train-images-idx3-ubyte.gz", gz);
+  write_bytes(dir / "gzbad/train-images-idx3-ubyte.gz", gz);
   CHECK_THAT(error_of<IOError>([&] { MNIST(dir / "gzbad", true); }),
              Contains("train-images-idx3-ubyte.gz: the gzip stream ends early"));
 }

@@ -21,6 +21,7 @@
 
 #include "core/ember.h"
 #include "data/data.h"
+#include "test_files.h"
 
 // stb_image_write is compiled into this test file only (static: its functions stay private here).
 #define STB_IMAGE_WRITE_STATIC
@@ -42,40 +43,15 @@ using Catch::Matchers::Contains;
 namespace {
 
 namespace fs = std::filesystem;
-using Bytes = std::vector<uint8_t>;
+using test::Bytes;
+using test::error_of;
+using test::read_bytes;
+using test::write_bytes;
 
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    const auto ticks = std::chrono::steady_clock::now().time_since_epoch().count();
-    path_ = fs::temp_directory_path() /
-            ("ember_test_images_" + std::to_string(ticks) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
+// A scratch folder for this file's tests.
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("ember_test_images_") {}
 };
-
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  FAIL("expected an exception, none was thrown");
-  return "";
-}
 
 // An interleaved image [h, w, c] as stb_image_write wants it.
 struct Image {
@@ -141,16 +117,6 @@ void write_png(const std::string& path, const Image& im) {
 void write_bmp(const std::string& path, const Image& im) {
   REQUIRE(stbi_write_bmp(path.c_str(), im.w, im.h, im.c, im.px.data()) != 0);
 }
-void write_bytes(const std::string& path, const Bytes& b) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  REQUIRE(out.good());
-}
-Bytes read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 std::vector<uint8_t> pixels(const Tensor& t) { return t.contiguous().to_vector<uint8_t>(); }
 
 int max_abs_diff_to(const std::vector<uint8_t>& v, int value) {

@@ -21,6 +21,7 @@
 
 #include "core/ember.h"
 #include "data/data.h"
+#include "examples/common/device.h"
 #include "examples/common/models.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -124,20 +125,8 @@ int main(int argc, char** argv) {
   try {
     if (threads > 0) set_num_threads(threads);
     // As the seed: CUDA when available, else the CPU — and say which.
-    Device device = device_name.empty() ? Device(cuda::is_available() ? "cuda" : "cpu")
-                                        : Device(device_name);
-    if (device_name.empty() && device.is_cuda()) {
-      // A GPU is there; does this build carry code for it? (If not, say why and train on the CPU.)
-      std::string why;
-      if (!cuda::device_supported(cuda::current_device(), &why)) {
-        std::printf("device: the GPU cannot be used (%s); using cpu\n", why.c_str());
-        device = Device::cpu();
-      }
-    }
-    std::printf("device: %s%s\n", device.str().c_str(),
-                device_name.empty() && !cuda::is_available()
-                    ? (std::string(" (no GPU: ") + cuda::unavailable_reason() + ")").c_str()
-                    : "");
+    const Device device = examples::choose_device(device_name);
+    examples::print_device(device, device_name);
     if (device.is_cpu()) std::printf("threads: %d\n", get_num_threads());
     manual_seed(seed);
 

@@ -1,0 +1,69 @@
+// tests/test_files.h — scratch files for the data tests: a temp folder that cleans up after
+// itself, byte-level file writes and reads, and the message of an expected exception.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+namespace ember::test {
+
+using Bytes = std::vector<uint8_t>;
+
+// A fresh folder under the system's temp dir, removed with everything in it at scope exit.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "ember_test_") {
+    static std::atomic<int> counter{0};
+    const auto ticks = std::chrono::steady_clock::now().time_since_epoch().count();
+    path_ = std::filesystem::temp_directory_path() /
+            (prefix + std::to_string(ticks) + "_" + std::to_string(counter++));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Writes `bytes` to `path`, creating its parent folders.
+inline void write_bytes(const std::string& path, const Bytes& bytes) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(out.good());
+}
+
+inline Bytes read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The message of the E that f throws (fails the test if f throws nothing).
+template <typename E, typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  FAIL("expected an exception, none was thrown");
+  return "";
+}
+
+}  // namespace ember::test
