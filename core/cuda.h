@@ -104,6 +104,21 @@ struct AllocatorStats {
 };
 AllocatorStats allocator_stats(int index = -1);
 
+// ---- matrix products (kernels/cuda/gemm.cu) ---------------------------------------------------
+// Who computes matmul on CUDA: cuBLAS (the default on a GPU) or ember's own tiled kernel
+// (kernels/cuda/gemm_tiled.cu, rung 7 of the SGEMM ladder made complete), which is also what
+// the emulation build runs, since it has no cuBLAS: asking for Cublas there is a DeviceError.
+// A process-wide switch, like PyTorch's backend flags.
+enum class GemmBackend { Cublas, Ember };
+void set_gemm_backend(GemmBackend backend);
+GemmBackend gemm_backend();
+const char* gemm_backend_name(GemmBackend backend);  // "cublas" / "ember"
+
+// ---- the emulation build (kernels/cuda/emulator/, docs/emulator.md) -------------------------------
+// Was ember built with -DEMBER_CUDA=EMULATE, i.e. are the "GPUs" emulated on the CPU? Then
+// is_available() is true without a GPU, and timings say nothing about a real one.
+bool is_emulated();
+
 // ---- matmul precision (kernels/cuda/gemm.cu) ------------------------------------------------
 // TF32 tensor-core math for float32 matmuls: ~8x the FP32 throughput on Ampere and later, with a
 // 10-bit mantissa for the products. Off by default (exactness first); PyTorch's

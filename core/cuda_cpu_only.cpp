@@ -25,7 +25,7 @@ namespace ember {
 namespace {
 const char* const kNotBuilt =
     "ember was built without CUDA (reconfigure with -DEMBER_CUDA=ON on a machine with the CUDA "
-    "toolkit)";
+    "toolkit, or with -DEMBER_CUDA=EMULATE to run the CUDA kernels on the CPU)";
 
 [[noreturn]] void not_built(const char* what) {
   throw DeviceError(std::string(what) + ": " + kNotBuilt + ". Use device \"cpu\"");
@@ -67,6 +67,15 @@ void empty_cache() {}
 AllocatorStats allocator_stats(int) { not_built("cuda::allocator_stats"); }
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
+namespace {
+GemmBackend g_gemm_backend = GemmBackend::Cublas;  // recorded; there is no CUDA matmul to steer
+}  // namespace
+void set_gemm_backend(GemmBackend backend) { g_gemm_backend = backend; }
+GemmBackend gemm_backend() { return g_gemm_backend; }
+const char* gemm_backend_name(GemmBackend backend) {
+  return backend == GemmBackend::Cublas ? "cublas" : "ember";
+}
+bool is_emulated() { return false; }
 void copy_bytes(void*, Device, const void*, Device, size_t, bool) { not_built("copy to or from a GPU"); }
 namespace detail {
 Allocator* device_allocator() { return nullptr; }

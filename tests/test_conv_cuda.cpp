@@ -603,7 +603,8 @@ TEST_CASE("conv cuda: results repeat bit for bit", "[cuda][conv]") {
 TEST_CASE("conv cuda: empty layers and other dtypes", "[cuda][conv]") {
   if (skip_without_gpu()) return;
   const Device dev = Device::cuda(0);
-  // No input channels: y is the bias; dw is empty; db is still the sum of dy.
+  // No input channels: y is the bias, channel by channel, in each of the 2 images (element i is
+  // in channel (i / 9) % 3); dw is empty; db is still the sum of dy.
   ConvGeometry g = geometry({"", 2, 0, 5, 5, 3, 3, 3});
   const Tensor b = tensor({1.0, 2.0, 3.0}, TensorOptions(kFloat64).device(dev));
   const Tensor y = full({2, 3, 3, 3}, std::nan(""), TensorOptions(kFloat64).device(dev));
@@ -611,7 +612,8 @@ TEST_CASE("conv cuda: empty layers and other dtypes", "[cuda][conv]") {
     INFO(algo_name(algo));
     kc::conv2d_forward(kFloat64, g, nullptr, nullptr, b.raw_data(), y.raw_data(), algo);
     const std::vector<double> v = y.to_vector<double>();
-    for (size_t i = 0; i < v.size(); ++i) CHECK(v[i] == static_cast<double>(i / 9 + 1));
+    REQUIRE(v.size() == 2 * 3 * 9);
+    for (size_t i = 0; i < v.size(); ++i) CHECK(v[i] == static_cast<double>((i / 9) % 3 + 1));
   }
   // A batch of 0: nothing to compute, the weight gradient is zero.
   g = geometry({"", 0, 2, 5, 5, 3, 3, 3});

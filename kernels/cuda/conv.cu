@@ -362,8 +362,7 @@ void launch_implicit_tile(const Gemm& gemm, const T* a, const T* b, const T* bia
   constexpr int TN = BN / 16;
   const dim3 grid(static_cast<unsigned>((static_cast<int64_t>(gemm.rows) + BM - 1) / BM),
                   static_cast<unsigned>((static_cast<int64_t>(gemm.cols) + BN - 1) / BN));
-  implicit_gemm_kernel<T, Gemm, BM, BN, BK, TM, TN>
-      <<<grid, kImplicitThreads, 0, stream()>>>(gemm, a, b, bias, out);
+  EMBER_LAUNCH(grid, kImplicitThreads, 0, stream(), implicit_gemm_kernel<T, Gemm, BM, BN, BK, TM, TN>)(gemm, a, b, bias, out);
   EMBER_LAUNCH_CHECK("implicit_gemm_kernel");
 }
 
@@ -385,7 +384,7 @@ void launch_im2col(const ConvIndex& ix, const T* x, T* col, int64_t images, int6
                    int64_t j_stride) {
   const int64_t total = images * ix.CRS * ix.PQ;
   if (total == 0) return;
-  im2col_kernel<T><<<grid_for(total), kBlock, 0, stream()>>>(ix, x, col, total, n_stride, j_stride);
+  EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), im2col_kernel<T>)(ix, x, col, total, n_stride, j_stride);
   EMBER_LAUNCH_CHECK("im2col_kernel");
 }
 
@@ -393,7 +392,7 @@ template <typename T>
 void launch_col2im(const ConvIndex& ix, const T* dcol, T* dx, int64_t images) {
   const int64_t total = images * ix.CHW;
   if (total == 0) return;
-  col2im_kernel<T><<<grid_for(total), kBlock, 0, stream()>>>(ix, dcol, dx, total);
+  EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), col2im_kernel<T>)(ix, dcol, dx, total);
   EMBER_LAUNCH_CHECK("col2im_kernel");
 }
 
@@ -402,7 +401,7 @@ template <typename T>
 void launch_add_bias(const ConvIndex& ix, const T* b, T* y, int64_t images) {
   const int64_t total = images * ix.KPQ;
   if (total == 0) return;
-  add_bias_kernel<T><<<grid_for(total), kBlock, 0, stream()>>>(ix.by_PQ, ix.by_K, b, y, total);
+  EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), add_bias_kernel<T>)(ix.by_PQ, ix.by_K, b, y, total);
   EMBER_LAUNCH_CHECK("add_bias_kernel");
 }
 
@@ -430,9 +429,9 @@ void bias_grad(const ConvGeometry& g, const T* dy, T* db) {
   }
   Tensor partial = scratch(rows * static_cast<int64_t>(sizeof(double)));
   double* p = static_cast<double*>(partial.raw_data());
-  bias_grad_rows_kernel<T><<<grid_for(rows * kWarp), kBlock, 0, stream()>>>(dy, rows, PQ, p);
+  EMBER_LAUNCH(grid_for(rows * kWarp), kBlock, 0, stream(), bias_grad_rows_kernel<T>)(dy, rows, PQ, p);
   EMBER_LAUNCH_CHECK("bias_grad_rows_kernel");
-  bias_grad_finish_kernel<T><<<grid_for(g.K), kBlock, 0, stream()>>>(p, g.N, g.K, db);
+  EMBER_LAUNCH(grid_for(g.K), kBlock, 0, stream(), bias_grad_finish_kernel<T>)(p, g.N, g.K, db);
   EMBER_LAUNCH_CHECK("bias_grad_finish_kernel");
 }
 
@@ -525,7 +524,7 @@ void im2col_backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* d
     const int64_t depth = count * ix.PQ;  // the GEMM sums over (image, output pixel)
     launch_im2col(ix, x + n0 * ix.CHW, col, count, ix.PQ, depth);
     const int64_t total = count * ix.KPQ;
-    transpose_dy_kernel<T><<<grid_for(total), kBlock, 0, stream()>>>(
+    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), transpose_dy_kernel<T>)(
         ix.by_PQ, FastDivmod(count), ix.K, dy + n0 * ix.KPQ, dyT, total);
     EMBER_LAUNCH_CHECK("transpose_dy_kernel");
     gemm(dtype, false, true, g.K, ix.CRS, depth, 1.0, dyT, depth, col, depth, n0 == 0 ? 0.0 : 1.0,

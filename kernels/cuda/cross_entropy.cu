@@ -201,14 +201,14 @@ void cross_entropy_forward(DType dtype, int64_t N, int64_t C, const void* logits
     if (N > 0) {
       // kBlock / 32 rows per block; grid_for caps the grid and the warps stride over the rest.
       constexpr int kRowsPerBlock = kBlock / kWarp;
-      ce_forward_rows_kernel<scalar_t><<<grid_for(N, kRowsPerBlock), kBlock, 0, stream()>>>(
+      EMBER_LAUNCH(grid_for(N, kRowsPerBlock), kBlock, 0, stream(), ce_forward_rows_kernel<scalar_t>)(
           N, C, x, target, w, ignore_index, static_cast<scalar_t*>(loss),
           static_cast<scalar_t*>(lse));
       EMBER_LAUNCH_CHECK("ce_forward_rows_kernel");
     }
     // Sum and mean write their 0-d results even for N = 0 (sum 0, mean nan).
     if (reduction != 0 && (out != nullptr || weight_sum != nullptr)) {
-      ce_reduce_kernel<scalar_t><<<1, kReduceBlock, 0, stream()>>>(
+      EMBER_LAUNCH(1, kReduceBlock, 0, stream(), ce_reduce_kernel<scalar_t>)(
           N, static_cast<const scalar_t*>(loss), target, w, ignore_index, reduction,
           static_cast<scalar_t*>(out), static_cast<scalar_t*>(weight_sum));
       EMBER_LAUNCH_CHECK("ce_reduce_kernel");
@@ -223,7 +223,7 @@ void cross_entropy_backward(DType dtype, int64_t N, int64_t C, const void* logit
   EMBER_DISPATCH_FLOAT(dtype, "cross_entropy", [&] {
     const int64_t total = N * C;
     if (total == 0) return;
-    ce_backward_kernel<scalar_t><<<grid_for(total), kBlock, 0, stream()>>>(
+    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), ce_backward_kernel<scalar_t>)(
         N, C, static_cast<const scalar_t*>(logits), target,
         static_cast<const scalar_t*>(weight), ignore_index, static_cast<const scalar_t*>(lse),
         static_cast<const scalar_t*>(grad), grad_stride, static_cast<const scalar_t*>(divisor),

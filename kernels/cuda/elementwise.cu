@@ -356,10 +356,10 @@ void launch_elementwise(const StridedLoop<1 + sizeof...(In)>& L, const F& f, Out
     constexpr int V = kVecBytes / max_size<Out, In...>();
     const bool vectorized = vec_aligned<V>(out) && (vec_aligned<V>(in) && ...);
     const int64_t items = vectorized ? (n + V - 1) / V : n;
-    contiguous_kernel<V><<<grid_for(items), kBlock, 0, stream()>>>(n, vectorized, f, out, in...);
+    EMBER_LAUNCH(grid_for(items), kBlock, 0, stream(), contiguous_kernel<V>)(n, vectorized, f, out, in...);
     EMBER_LAUNCH_CHECK("elementwise contiguous_kernel");
   } else {
-    strided_kernel<<<grid_for(n), kBlock, 0, stream()>>>(L, f, out, in...);
+    EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), strided_kernel)(L, f, out, in...);
     EMBER_LAUNCH_CHECK("elementwise strided_kernel");
   }
 }
@@ -468,7 +468,7 @@ void fill(DType dtype, const StridedLoop<1>& L, void* out, double value) {
 void arange(DType dtype, void* out, int64_t n, double start, double step) {
   if (n <= 0) return;
   EMBER_DISPATCH_ALL(dtype, "arange", [&] {
-    arange_kernel<scalar_t><<<grid_for(n), kBlock, 0, stream()>>>(static_cast<scalar_t*>(out), n,
+    EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), arange_kernel<scalar_t>)(static_cast<scalar_t*>(out), n,
                                                                    start, step);
     EMBER_LAUNCH_CHECK("arange_kernel");
   });

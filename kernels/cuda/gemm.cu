@@ -1,5 +1,8 @@
-// ember/kernels/cuda/gemm.cu — matrix multiply on CUDA through cuBLAS ("kernel 0" of any GEMM
-// ladder: the vendor library every hand-written GEMM is measured against).
+// ember/kernels/cuda/gemm.cu — matrix multiply on CUDA: the checks every request goes through,
+// then cuBLAS ("kernel 0" of any GEMM ladder: the vendor library every hand-written GEMM is
+// measured against) or ember's own kernel (kernels/cuda/gemm_tiled.cu), as
+// ember::cuda::set_gemm_backend chose. The emulation build has no cuBLAS: there the own kernel
+// is the only backend.
 //
 // ember's request is row-major, cuBLAS is column-major. kernels/cuda/gemm_plan.h writes out, once
 // and in full, why the row-major C = op(A) @ op(B) is the column-major C^T = op(B)^T @ op(A)^T
@@ -31,7 +34,9 @@
 // also runs at exit and unloads the context the handle lives in) is not under our control: a
 // cublasDestroy after the context is gone can fail or crash a program that did nothing wrong. The
 // driver reclaims everything a process held when it exits, so leaking them costs nothing.
+#ifndef EMBER_CUDA_EMULATED
 #include <cublas_v2.h>
+#endif
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -56,12 +61,35 @@ std::atomic<bool> g_allow_tf32{false};  // exactness first: off until the user t
 void set_allow_tf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
 bool allow_tf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
 
+// ---- the backend switch (declared in core/cuda.h) ------------------------------------------------
+namespace {
+#ifdef EMBER_CUDA_EMULATED
+std::atomic<GemmBackend> g_gemm_backend{GemmBackend::Ember};
+#else
+std::atomic<GemmBackend> g_gemm_backend{GemmBackend::Cublas};
+#endif
+}  // namespace
+
+void set_gemm_backend(GemmBackend backend) {
+#ifdef EMBER_CUDA_EMULATED
+  EMBER_CHECK_T(DeviceError, backend == GemmBackend::Ember,
+                "set_gemm_backend(GemmBackend::Cublas): the emulation build (EMBER_CUDA=EMULATE) "
+                "has no cuBLAS; its matmul runs ember's own kernel (GemmBackend::Ember)");
+#endif
+  g_gemm_backend.store(backend, std::memory_order_relaxed);
+}
+GemmBackend gemm_backend() { return g_gemm_backend.load(std::memory_order_relaxed); }
+const char* gemm_backend_name(GemmBackend backend) {
+  return backend == GemmBackend::Cublas ? "cublas" : "ember";
+}
+
 }  // namespace ember::cuda
 
 namespace ember::kernels::cuda {
 
 namespace {
 
+#ifndef EMBER_CUDA_EMULATED
 // Throws DeviceError "cublasGemmEx failed at <file>:<line>: CUBLAS_STATUS_... (<description>)"
 // for any status but success; an allocation failure inside cuBLAS is an OutOfMemoryError.
 void check_cublas(cublasStatus_t status, const char* call, const char* file, int line) {
@@ -111,8 +139,10 @@ cublasHandle_t current_handle() {
 void check_fits_int(int64_t value, const char* what) {
   EMBER_CHECK(value <= INT_MAX, "gemm on CUDA: ", what, " = ", value,
               " exceeds cuBLAS's 32-bit int limit (", INT_MAX, "); split the product into "
-              "smaller ones");
+              "smaller ones, or use set_gemm_backend(GemmBackend::Ember)");
 }
+
+#endif  // !EMBER_CUDA_EMULATED
 
 // A row-major [rows, cols] operand needs its rows at least cols apart once it has two of them.
 void check_ld(const char* name, int64_t rows, int64_t cols, int64_t ld) {
@@ -121,30 +151,16 @@ void check_ld(const char* name, int64_t rows, int64_t cols, int64_t ld) {
               cols, " elements apart (make the operand contiguous)");
 }
 
+#ifndef EMBER_CUDA_EMULATED
 cublasOperation_t op(bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
-void run_gemm(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-              double alpha, const void* a, int64_t lda, int64_t stride_a, const void* b,
-              int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc, int64_t stride_c,
-              int64_t batch) {
-  EMBER_CHECK(dtype == DType::Float32 || dtype == DType::Float64, "gemm on CUDA: expected float32 "
-              "or float64, got ", dtype_name(dtype), " (convert with .to(ember::kFloat32))");
-  EMBER_CHECK(M >= 0 && N >= 0 && K >= 0 && batch >= 0, "gemm on CUDA: negative size (M ", M,
-              ", N ", N, ", K ", K, ", batch ", batch, ")");
-  // An empty result: nothing to compute (and cuBLAS would reject ldc for an empty C).
-  if (M == 0 || N == 0 || batch == 0) return;
-  // K == 0 is left to cuBLAS, which then computes C = beta * C as BLAS defines it.
-
-  check_ld("a", trans_a ? K : M, trans_a ? M : K, lda);
-  check_ld("b", trans_b ? N : K, trans_b ? K : N, ldb);
-  check_ld("c", M, N, ldc);
+void run_cublas(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                double alpha, const void* a, int64_t lda, int64_t stride_a, const void* b,
+                int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc, int64_t stride_c,
+                int64_t batch) {
   const CublasGemmArgs p =
       plan_cublas_gemm(trans_a, trans_b, M, N, K, a, lda, stride_a, b, ldb, stride_b, c, ldc,
                        stride_c);
-  // The batch's results must not overlap, or the products would race on them.
-  EMBER_CHECK(batch == 1 || stride_c >= (M - 1) * p.ldc + N, "gemm on CUDA: the ", batch,
-              " results overlap (stride_c ", stride_c, " for [", M, ", ", N, "] matrices with "
-              "ldc ", ldc, ")");
   check_fits_int(p.m, "N");
   check_fits_int(p.n, "M");
   check_fits_int(p.k, "K");
@@ -181,6 +197,40 @@ void run_gemm(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N, int
         static_cast<long long>(p.strideC), static_cast<int>(batch), compute,
         CUBLAS_GEMM_DEFAULT));
   }
+}
+
+#endif  // !EMBER_CUDA_EMULATED
+
+void run_gemm(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+              double alpha, const void* a, int64_t lda, int64_t stride_a, const void* b,
+              int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc, int64_t stride_c,
+              int64_t batch) {
+  EMBER_CHECK(dtype == DType::Float32 || dtype == DType::Float64, "gemm on CUDA: expected float32 "
+              "or float64, got ", dtype_name(dtype), " (convert with .to(ember::kFloat32))");
+  EMBER_CHECK(M >= 0 && N >= 0 && K >= 0 && batch >= 0, "gemm on CUDA: negative size (M ", M,
+              ", N ", N, ", K ", K, ", batch ", batch, ")");
+  // An empty result: nothing to compute (and cuBLAS would reject ldc for an empty C).
+  if (M == 0 || N == 0 || batch == 0) return;
+  // K == 0 is left to the backend, which then computes C = beta * C as BLAS defines it.
+
+  check_ld("a", trans_a ? K : M, trans_a ? M : K, lda);
+  check_ld("b", trans_b ? N : K, trans_b ? K : N, ldb);
+  check_ld("c", M, N, ldc);
+  // The batch's results must not overlap, or the products would race on them.
+  EMBER_CHECK(batch == 1 || stride_c >= (M - 1) * ldc + N, "gemm on CUDA: the ", batch,
+              " results overlap (stride_c ", stride_c, " for [", M, ", ", N, "] matrices with "
+              "ldc ", ldc, ")");
+  if (ember::cuda::gemm_backend() == ember::cuda::GemmBackend::Ember) {
+    gemm_tiled(dtype, trans_a, trans_b, M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta,
+               c, ldc, stride_c, batch);
+    return;
+  }
+#ifdef EMBER_CUDA_EMULATED
+  throw DeviceError("gemm on CUDA: cuBLAS is not part of the emulation build");
+#else
+  run_cublas(dtype, trans_a, trans_b, M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c,
+             ldc, stride_c, batch);
+#endif
 }
 
 }  // namespace

@@ -210,7 +210,7 @@ int64_t first_out_of_range(const int64_t* index, int64_t n, int64_t size, bool h
   unsigned long long* slot = device_slot();
   // "No bad position yet" is all ones, the largest value, so atomicMin replaces it.
   EMBER_CUDA_CHECK(cudaMemsetAsync(slot, 0xFF, sizeof(unsigned long long), stream()));
-  first_out_of_range_kernel<<<grid_for(n), kBlock, 0, stream()>>>(index, n, size, has_allowed,
+  EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), first_out_of_range_kernel)(index, n, size, has_allowed,
                                                                   allowed, slot);
   EMBER_LAUNCH_CHECK("first_out_of_range_kernel");
   unsigned long long first = kNoBadPosition;
@@ -230,10 +230,10 @@ void gather(DType dtype, const StridedLoop<3>& lines, int64_t len, const int64_t
     const auto* x = static_cast<const scalar_t*>(in);
     const int64_t ds0 = dim_stride[0], ds1 = dim_stride[1], ds2 = dim_stride[2];
     if (ds0 == 1 || ds0 == -1) {
-      gather_kernel<scalar_t, true><<<grid_for(total), kBlock, 0, stream()>>>(
+      EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), gather_kernel<scalar_t, true>)(
           lines, len, ds0, ds1, ds2, o, index, x);
     } else {
-      gather_kernel<scalar_t, false><<<grid_for(total), kBlock, 0, stream()>>>(
+      EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), gather_kernel<scalar_t, false>)(
           lines, len, ds0, ds1, ds2, o, index, x);
     }
     EMBER_LAUNCH_CHECK("gather_kernel");
@@ -244,7 +244,7 @@ void scatter_add(DType dtype, const StridedLoop<3>& lines, int64_t len,
                  const int64_t dim_stride[3], void* out, const int64_t* index, const void* src) {
   EMBER_DISPATCH_NUMERIC(dtype, "scatter_add", [&] {
     if (lines.numel <= 0 || len <= 0) return;
-    scatter_add_kernel<scalar_t><<<grid_for(lines.numel), kBlock, 0, stream()>>>(
+    EMBER_LAUNCH(grid_for(lines.numel), kBlock, 0, stream(), scatter_add_kernel<scalar_t>)(
         lines, len, dim_stride[0], dim_stride[1], dim_stride[2], static_cast<scalar_t*>(out),
         index, static_cast<const scalar_t*>(src));
     EMBER_LAUNCH_CHECK("scatter_add_kernel");
@@ -256,7 +256,7 @@ void index_select(DType dtype, int64_t outer, int64_t size, int64_t inner, const
   const int64_t total = outer * n * inner;
   EMBER_DISPATCH_ALL(dtype, "index_select", [&] {
     if (outer <= 0 || n <= 0 || inner <= 0) return;
-    index_select_kernel<scalar_t><<<grid_for(total), kBlock, 0, stream()>>>(
+    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), index_select_kernel<scalar_t>)(
         outer, size, inner, static_cast<const scalar_t*>(in), index, n,
         static_cast<scalar_t*>(out));
     EMBER_LAUNCH_CHECK("index_select_kernel");
@@ -276,7 +276,7 @@ void index_add(DType dtype, int64_t outer, int64_t size, int64_t inner, void* ou
     const int64_t rows_per_group = (size + groups - 1) / groups;
     groups = (size + rows_per_group - 1) / rows_per_group;  // drop groups emptied by rounding
     const int64_t total = columns * groups;
-    index_add_kernel<scalar_t><<<grid_for(total), kBlock, 0, stream()>>>(
+    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), index_add_kernel<scalar_t>)(
         outer, size, inner, groups, rows_per_group, static_cast<scalar_t*>(out), index, n,
         static_cast<const scalar_t*>(src));
     EMBER_LAUNCH_CHECK("index_add_kernel");

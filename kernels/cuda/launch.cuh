@@ -5,12 +5,14 @@
 //
 //   void relu(...) {                          // plain C++ signature from the .h
 //     if (n == 0) return;                     // nothing to launch (a 0-block grid is an error)
-//     relu_kernel<<<grid_for(n), kBlock, 0, stream()>>>(...);
+//     EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), relu_kernel)(...);
 //     EMBER_LAUNCH_CHECK("relu_kernel");     // a bad launch configuration is caught right here
 //   }
 //
 // A launch is asynchronous: an error *inside* the kernel (an illegal address) surfaces at the
-// next synchronizing call (a copy to the host, cuda::synchronize), which then reports it.
+// next synchronizing call (a copy to the host, cuda::synchronize), which then reports it. (In the
+// emulation build a kernel has finished when its launch returns, and its errors surface at the
+// EMBER_LAUNCH_CHECK right after it.)
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,6 +25,25 @@ namespace ember::kernels::cuda {
 // Throws ember::DeviceError (OutOfMemoryError for cudaErrorMemoryAllocation) with the text
 // "<what> failed at <file>:<line>: <CUDA's message>" when err is not cudaSuccess.
 void check_error(cudaError_t err, const char* what, const char* file, int line);
+
+// EMBER_LAUNCH(grid, block, shared_bytes, stream, kernel)(args...) launches a kernel. Compiled by
+// nvcc it is exactly
+//
+//   kernel<<<grid, block, shared_bytes, stream>>>(args...);
+//
+// The macro exists for the emulation build (-DEMBER_CUDA=EMULATE), where the host compiler, which
+// has no <<<>>> syntax, compiles the same kernels and the emulator (kernels/cuda/emulator/) runs
+// every CUDA thread of the grid on the CPU. `kernel` must name the kernel (a template's arguments
+// included, or left to be deduced from the arguments), not be a variable holding it.
+#ifdef EMBER_CUDA_EMULATED
+#define EMBER_LAUNCH(grid, block, shared_bytes, stream, ...)                                      \
+  ::ember::emu::make_launcher((grid), (block), (shared_bytes), (stream), #__VA_ARGS__, __FILE__, \
+                              __LINE__,                                                            \
+                              [](auto&... ember_params) { __VA_ARGS__(ember_params...); })
+#else
+#define EMBER_LAUNCH(grid, block, shared_bytes, stream, ...) \
+  __VA_ARGS__<<<(grid), (block), (shared_bytes), (stream)>>>
+#endif
 
 #define EMBER_CUDA_CHECK(call) ::ember::kernels::cuda::check_error((call), #call, __FILE__, __LINE__)
 #define EMBER_LAUNCH_CHECK(kernel_name) \

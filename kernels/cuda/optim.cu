@@ -237,7 +237,7 @@ void sgd_step(DType dtype, const ParamList& list, const std::vector<void*>& mome
                          static_cast<T>(1.0 - s.dampening), static_cast<T>(s.weight_decay)};
     const SGDFlags f{s.weight_decay != 0.0, momentum, s.first_step, s.nesterov};
     for_each_pack(list, states, [&](const TensorChunks& tc, int64_t chunks) {
-      sgd_kernel<T><<<grid_for_chunks(chunks), kBlock, 0, stream()>>>(tc, chunks, c, f);
+      EMBER_LAUNCH(grid_for_chunks(chunks), kBlock, 0, stream(), sgd_kernel<T>)(tc, chunks, c, f);
       EMBER_LAUNCH_CHECK("sgd_kernel");
     });
   });
@@ -270,7 +270,7 @@ void adam_step(DType dtype, const ParamList& list, const std::vector<void*>& exp
     const AdamFlags f{has_decay && !s.decoupled_weight_decay,
                       has_decay && s.decoupled_weight_decay, amsgrad};
     for_each_pack(list, states, [&](const TensorChunks& tc, int64_t chunks) {
-      adam_kernel<T><<<grid_for_chunks(chunks), kBlock, 0, stream()>>>(tc, chunks, c, f);
+      EMBER_LAUNCH(grid_for_chunks(chunks), kBlock, 0, stream(), adam_kernel<T>)(tc, chunks, c, f);
       EMBER_LAUNCH_CHECK("adam_kernel");
     });
   });

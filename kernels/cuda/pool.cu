@@ -184,7 +184,7 @@ void max_pool2d_forward(DType dtype, const PoolGeometry& g, const void* x, void*
   EMBER_DISPATCH_FLOAT(dtype, "max_pool2d", [&] {
     const int64_t total = g.N * g.C * g.P * g.Q;
     if (total <= 0) return;
-    max_pool2d_forward_kernel<scalar_t><<<grid_for(total), kBlock, 0, stream()>>>(
+    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), max_pool2d_forward_kernel<scalar_t>)(
         g, static_cast<const scalar_t*>(x), static_cast<scalar_t*>(y), indices);
     EMBER_LAUNCH_CHECK("max_pool2d_forward_kernel");
   });
@@ -195,7 +195,7 @@ void max_pool2d_backward(DType dtype, const PoolGeometry& g, const void* dy,
   EMBER_DISPATCH_FLOAT(dtype, "max_pool2d backward", [&] {
     const int64_t total = g.N * g.C * g.H * g.W;
     if (total <= 0) return;
-    max_pool2d_backward_kernel<scalar_t><<<grid_for(total), kBlock, 0, stream()>>>(
+    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), max_pool2d_backward_kernel<scalar_t>)(
         g, static_cast<const scalar_t*>(dy), indices, static_cast<scalar_t*>(dx));
     EMBER_LAUNCH_CHECK("max_pool2d_backward_kernel");
   });
@@ -205,7 +205,7 @@ void avg_pool2d_forward(DType dtype, const PoolGeometry& g, const void* x, void*
   EMBER_DISPATCH_FLOAT(dtype, "avg_pool2d", [&] {
     const int64_t total = g.N * g.C * g.P * g.Q;
     if (total <= 0) return;
-    avg_pool2d_forward_kernel<scalar_t><<<grid_for(total), kBlock, 0, stream()>>>(
+    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), avg_pool2d_forward_kernel<scalar_t>)(
         g, static_cast<const scalar_t*>(x), static_cast<scalar_t*>(y));
     EMBER_LAUNCH_CHECK("avg_pool2d_forward_kernel");
   });
@@ -215,7 +215,7 @@ void avg_pool2d_backward(DType dtype, const PoolGeometry& g, const void* dy, voi
   EMBER_DISPATCH_FLOAT(dtype, "avg_pool2d backward", [&] {
     const int64_t total = g.N * g.C * g.H * g.W;
     if (total <= 0) return;
-    avg_pool2d_backward_kernel<scalar_t><<<grid_for(total), kBlock, 0, stream()>>>(
+    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), avg_pool2d_backward_kernel<scalar_t>)(
         g, static_cast<const scalar_t*>(dy), static_cast<scalar_t*>(dx));
     EMBER_LAUNCH_CHECK("avg_pool2d_backward_kernel");
   });

@@ -83,7 +83,7 @@ void uniform(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t offset, 
     if (n <= 0) return;  // nothing to launch (after the dtype check, as on the CPU)
     // Rounded to the element type once, on the host, exactly as the CPU kernel does.
     const auto lo = static_cast<scalar_t>(low), span = static_cast<scalar_t>(high - low);
-    uniform_kernel<scalar_t><<<grid_for(n), kBlock, 0, stream()>>>(
+    EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), uniform_kernel<scalar_t>)(
         static_cast<scalar_t*>(out), n, seed, offset, lo, span);
     EMBER_LAUNCH_CHECK("uniform_kernel");
   });
@@ -93,7 +93,7 @@ void normal(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t offset, d
             double std) {
   EMBER_DISPATCH_FLOAT(dtype, "randn", [&] {
     if (n <= 0) return;  // nothing to launch (after the dtype check, as on the CPU)
-    normal_kernel<scalar_t><<<grid_for(n), kBlock, 0, stream()>>>(static_cast<scalar_t*>(out),
+    EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), normal_kernel<scalar_t>)(static_cast<scalar_t*>(out),
                                                                    n, seed, offset, mean, std);
     EMBER_LAUNCH_CHECK("normal_kernel");
   });
@@ -104,7 +104,7 @@ void randint(int64_t* out, int64_t n, uint64_t seed, uint64_t offset, int64_t lo
   // The caller checks low < high (as the CPU kernel, this would divide by 0 otherwise). The
   // range is taken in unsigned arithmetic so that [INT64_MIN, INT64_MAX) does not overflow.
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
-  randint_kernel<<<grid_for(n), kBlock, 0, stream()>>>(out, n, seed, offset, low, range);
+  EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), randint_kernel)(out, n, seed, offset, low, range);
   EMBER_LAUNCH_CHECK("randint_kernel");
 }
 

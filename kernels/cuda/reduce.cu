@@ -385,17 +385,17 @@ void run_reduction(const R& red, const typename R::elem_t* in, int64_t outer, in
     const unsigned grid = mode == RowMode::ThreadPerRow     ? grid_for(outer, kWarp * kRowWarps)
                           : mode == RowMode::WarpPerSegment ? grid_for(segments, kRowWarps)
                                                             : grid_for(segments, 1);
-    reduce_rows_kernel<<<grid, dim3(kWarp, kRowWarps), 0, stream()>>>(red, in, outer, r, splits,
+    EMBER_LAUNCH(grid, dim3(kWarp, kRowWarps), 0, stream(), reduce_rows_kernel)(red, in, outer, r, splits,
                                                                       chunk, mode, partials);
     EMBER_LAUNCH_CHECK("reduce_rows_kernel");
   } else {
     const int64_t items = outer * tiles * splits;
-    reduce_columns_kernel<<<grid_for(items, 1), dim3(kColumnWidth, kColumnSlices), 0, stream()>>>(
+    EMBER_LAUNCH(grid_for(items, 1), dim3(kColumnWidth, kColumnSlices), 0, stream(), reduce_columns_kernel)(
         red, in, outer, r, inner, slices, splits, chunk, partials);
     EMBER_LAUNCH_CHECK("reduce_columns_kernel");
   }
   if (splits > 1) {
-    reduce_finish_kernel<<<grid_for(outputs, kRowWarps), dim3(kWarp, kRowWarps), 0, stream()>>>(
+    EMBER_LAUNCH(grid_for(outputs, kRowWarps), dim3(kWarp, kRowWarps), 0, stream(), reduce_finish_kernel)(
         red, partials, outputs, splits);
     EMBER_LAUNCH_CHECK("reduce_finish_kernel");
   }
@@ -449,7 +449,7 @@ void reduce_max_min_backward(DType dtype, int64_t outer, int64_t r, int64_t inne
   const int64_t total = outer * r * inner;
   EMBER_DISPATCH_FLOAT(dtype, "max/min backward", [&] {
     if (total <= 0) return;  // nothing to write (the dtype is checked first)
-    max_min_backward_kernel<scalar_t><<<grid_for(total), kBlock, 0, stream()>>>(
+    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), max_min_backward_kernel<scalar_t>)(
         total, r, inner, static_cast<const scalar_t*>(grad), indices,
         static_cast<scalar_t*>(grad_in));
     EMBER_LAUNCH_CHECK("max_min_backward_kernel");

@@ -19,6 +19,9 @@
 #include "core/error.h"
 #include "ember_cuda_build_info.h"  // generated: EMBER_CUDA_ARCHITECTURES
 #include "kernels/cuda/launch.cuh"
+#ifdef EMBER_CUDA_EMULATED
+#include "kernels/cuda/emulator/emulator.h"
+#endif
 
 namespace ember {
 
@@ -26,12 +29,20 @@ namespace kernels::cuda {
 
 void check_error(cudaError_t err, const char* what, const char* file, int line) {
   if (err == cudaSuccess) return;
+#ifdef EMBER_CUDA_EMULATED
+  // The emulator's checkers explain a failure in a report (which kernel, block, thread, address):
+  // it goes into the exception's message.
+  const std::string report = ::ember::emu::take_report();
+#else
+  const std::string report;
+#endif
   // Clear the error so that the next call starts clean (a sticky error — after a kernel
   // faulted — cannot be cleared; every later call then reports it too, which is right: the
   // CUDA context is unusable and the process has to restart).
   cudaGetLastError();
   const std::string msg = std::string(what) + " failed at " + file + ":" + std::to_string(line) +
-                          ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")";
+                          ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")" +
+                          (report.empty() ? "" : "\n" + report);
   if (err == cudaErrorMemoryAllocation) {
     throw OutOfMemoryError(msg + ": free tensors you no longer need or use smaller batches");
   }
@@ -92,6 +103,11 @@ __global__ void ember_probe_kernel() {}
 }  // namespace
 
 bool is_built() { return true; }
+#ifdef EMBER_CUDA_EMULATED
+bool is_emulated() { return true; }
+#else
+bool is_emulated() { return false; }
+#endif
 bool is_available() { return probe().count > 0; }
 int device_count() { return probe().count; }
 const char* unavailable_reason() { return probe().count > 0 ? "" : probe().reason.c_str(); }

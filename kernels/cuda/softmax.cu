@@ -220,11 +220,10 @@ void softmax_forward(DType dtype, bool log, int64_t outer, int64_t D, int64_t in
     auto* ys = static_cast<scalar_t*>(y);
     if (inner == 1) {
       const bool block_per_row = D > kWarpRowMax;
-      softmax_rows_kernel<scalar_t><<<rows_grid(outer, block_per_row), dim3(kWarp, kRowWarps), 0,
-                                      stream()>>>(log, block_per_row, outer, D, xs, ys);
+      EMBER_LAUNCH(rows_grid(outer, block_per_row), dim3(kWarp, kRowWarps), 0, stream(), softmax_rows_kernel<scalar_t>)(log, block_per_row, outer, D, xs, ys);
       EMBER_LAUNCH_CHECK("softmax_rows_kernel");
     } else {
-      softmax_columns_kernel<scalar_t><<<grid_for(outer * inner), kBlock, 0, stream()>>>(
+      EMBER_LAUNCH(grid_for(outer * inner), kBlock, 0, stream(), softmax_columns_kernel<scalar_t>)(
           log, outer, D, inner, xs, ys);
       EMBER_LAUNCH_CHECK("softmax_columns_kernel");
     }
@@ -240,12 +239,11 @@ void softmax_backward(DType dtype, bool log, int64_t outer, int64_t D, int64_t i
     auto* dxs = static_cast<scalar_t*>(dx);
     if (inner == 1) {
       const bool block_per_row = D > kWarpRowMax;
-      softmax_backward_rows_kernel<scalar_t><<<rows_grid(outer, block_per_row),
-                                               dim3(kWarp, kRowWarps), 0, stream()>>>(
+      EMBER_LAUNCH(rows_grid(outer, block_per_row), dim3(kWarp, kRowWarps), 0, stream(), softmax_backward_rows_kernel<scalar_t>)(
           log, block_per_row, outer, D, gs, ys, dxs);
       EMBER_LAUNCH_CHECK("softmax_backward_rows_kernel");
     } else {
-      softmax_backward_columns_kernel<scalar_t><<<grid_for(outer * inner), kBlock, 0, stream()>>>(
+      EMBER_LAUNCH(grid_for(outer * inner), kBlock, 0, stream(), softmax_backward_columns_kernel<scalar_t>)(
           log, outer, D, inner, gs, ys, dxs);
       EMBER_LAUNCH_CHECK("softmax_backward_columns_kernel");
     }

@@ -1,0 +1,83 @@
+// ember/kernels/cuda/emulator/emulator.h — controlling the CUDA emulator from a program or test
+// (emulation build only: -DEMBER_CUDA=EMULATE, which defines EMBER_CUDA_EMULATED).
+//
+// The checkers, in the spirit of NVIDIA's compute-sanitizer (docs/emulator.md):
+//   memcheck   every load and store of a kernel: out of bounds of its allocation, use after
+//              cudaFree, a block of ember's caching allocator that no live tensor uses (or the
+//              unused tail of one that does), another device's memory without peer access, host
+//              memory that is not pinned, a misaligned vector access;
+//   racecheck  two threads of a block touching the same shared-memory byte, at least one
+//              writing, with no __syncthreads between them (or __syncwarp, for two lanes of one
+//              warp);
+//   synccheck  a __syncthreads that not every thread of the block reaches, threads waiting at
+//              two different barriers, a warp collective whose mask names a lane that has exited
+//              or does not exist, a shuffle that reads a lane outside the mask;
+//   initcheck  a read of device memory that nothing has written since it was allocated (or
+//              handed to a new tensor), and of shared memory not written in this block.
+// A report names the checker, the kernel and its launch site, the block and thread, the address
+// and what lies there, and the source line of the access. The launch then fails like a faulting
+// kernel on a GPU (cudaErrorIllegalAddress, cudaErrorMisalignedAddress or
+// cudaErrorLaunchFailure), which ember raises as a DeviceError carrying the report.
+//
+// EMBER_EMULATOR_CHECKS=memcheck,racecheck,synccheck,initcheck (or all, or none) chooses them
+// when the program starts; the default is all but initcheck. memcheck, racecheck and initcheck
+// watch memory accesses, which needs the kernels compiled with the emulator's instrumentation
+// (the CMake option EMBER_EMULATOR_INSTRUMENT, on by default); synccheck always works.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace ember::emu {
+
+enum Check : unsigned {
+  kMemcheck = 1u << 0,
+  kRacecheck = 1u << 1,
+  kSynccheck = 1u << 2,
+  kInitcheck = 1u << 3,
+  kAllChecks = kMemcheck | kRacecheck | kSynccheck | kInitcheck,
+};
+
+// The checkers in force (a mask of Check), and changing them for the launches that follow.
+unsigned checks();
+void set_checks(unsigned mask);
+// Parses "memcheck,racecheck" / "all" / "none" as EMBER_EMULATOR_CHECKS does; throws
+// std::invalid_argument naming an unknown word.
+unsigned parse_checks(const std::string& words);
+// Were the kernels compiled with the access instrumentation that memcheck, racecheck and
+// initcheck need?
+bool instrumented();
+
+// The last report of a checker on this host thread ("" if none), also printed to stderr when it
+// happens (unless EMBER_EMULATOR_QUIET=1) and appended to the DeviceError message.
+std::string last_report();
+// The report of the error being raised now, once: kernels/cuda/runtime.cu's check_error appends
+// it to the DeviceError's message. Empty when the failing call made no report.
+std::string take_report();
+
+// Counters since the program started: kernels launched, blocks and CUDA threads run, switches
+// between CUDA threads (at barriers and warp collectives), and wall time spent in launches.
+// EMBER_EMULATOR_STATS=1 prints them when the program exits.
+struct Stats {
+  int64_t launches = 0;
+  int64_t blocks = 0;
+  int64_t threads = 0;
+  int64_t switches = 0;
+  double kernel_seconds = 0;
+};
+Stats stats();
+
+// CPU threads the emulator spreads blocks over (EMBER_EMULATOR_THREADS, default: all cores).
+int worker_threads();
+
+// ---- for ember's caching allocator (kernels/cuda/allocator.cu) ----------------------------------
+// The allocator keeps cudaMalloc'd blocks after their tensor dies and hands them out again, so on
+// a GPU a stale pointer into a cached block reads whatever the next tensor put there. These tell
+// memcheck which bytes belong to a live tensor: the first `bytes` of a block of `capacity` bytes
+// are addressable (and, for initcheck, not yet written); the rest of the block is not.
+void mark_block_live(const void* block, size_t bytes, size_t capacity);
+// The whole block went back to the cache: no kernel may touch it until it is handed out again.
+void mark_block_cached(const void* block, size_t capacity);
+
+}  // namespace ember::emu
