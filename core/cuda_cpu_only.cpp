@@ -158,6 +158,7 @@ void conv2d_backward_weight(DType, const ConvGeometry&, const void*, const void*
   not_built("conv2d backward");
 }
 bool cudnn_built() { return false; }
+void set_conv_column_budget(int64_t) {}
 void max_pool2d_forward(DType, const PoolGeometry&, const void*, void*, int64_t*) { not_built("max_pool2d"); }
 void max_pool2d_backward(DType, const PoolGeometry&, const void*, const int64_t*, void*) {
   not_built("max_pool2d backward");

@@ -573,10 +573,17 @@ TEST_CASE("conv cuda: forward and all gradients match the CPU for every algorith
 
 TEST_CASE("conv cuda: a batch larger than the column budget runs in chunks", "[cuda][conv]") {
   if (skip_without_gpu()) return;
-  // One image's columns: 64*5*5 x 96*96 doubles = 118 MB, so the 256 MiB budget takes 2 images
-  // per pass and 5 images need 3 passes (2, 2, 1); the weight gradient accumulates across them.
-  const Layer l{"64->8 5x5 on 100x100, batch 5", 5, 64, 100, 100, 8, 5, 5};
+  // One image's columns: 6*3*3 x 18*18 doubles = 139,968 bytes. With the budget lowered to two
+  // images' worth, 5 images need 3 passes (2, 2, 1) and the weight gradient accumulates across
+  // them. (The default budget, 256 MiB, does the same for batches of large layers.)
+  const Layer l{"6->8 3x3 on 20x20, batch 5", 5, 6, 20, 20, 8, 3, 3};
   const ConvGeometry g = geometry(l);
+  const int64_t one_image = g.C * g.R * g.S * g.P * g.Q * 8;
+  struct Budget {
+    explicit Budget(int64_t b) { kc::set_conv_column_budget(b); }
+    ~Budget() { kc::set_conv_column_budget(0); }
+  } budget(2 * one_image + 8);
+  CHECK(kc::images_per_chunk(g.N, one_image / 8, g.K * g.P * g.Q, 8, 2 * one_image + 8) == 2);
   const Inputs in = make_inputs(g, true, kFloat64, 7);
   const Pass want = cpu_pass(g, in);
   check_pass(cuda_pass(g, in, kc::ConvAlgo::Im2colGemm), want, kFloat64,

@@ -13,8 +13,11 @@
 // "SKIPPED: <reason>", which CTest reports as a skipped test. The "[registry]" test at the end
 // runs everywhere.
 //
-// EMBER_PARITY_SMALL=1 in the environment leaves the largest sizes out (for runs under
-// compute-sanitizer, which is 10-100x slower). Building this file with
+// How far the sweeps go depends on where they run (tier() below): everything on a GPU;
+// EMBER_PARITY_SMALL=1 leaves the largest sizes out (for runs under compute-sanitizer, which is
+// 10-100x slower); in the emulation build (-DEMBER_CUDA=EMULATE, where the CPU runs every CUDA
+// thread) the long lengths also shrink, to the smallest that still take every path of the
+// kernels (see long_len()). EMBER_PARITY_TIER=full|small|emulated overrides. Building this file with
 // -DEMBER_PARITY_SELF_CHECK compares the CPU with itself: a check of this harness (input
 // layouts, index ranges, shapes every op accepts) on a machine without a GPU.
 #include <algorithm>
@@ -31,6 +34,9 @@
 #include <catch2/catch.hpp>
 
 #include "op_cases.h"
+#ifdef EMBER_CUDA_EMULATED
+#include "kernels/cuda/emulator/emulator.h"
+#endif
 
 using namespace ember;
 
@@ -50,10 +56,33 @@ bool skip_without_gpu() {
 }
 #endif
 
-bool small_only() {
-  const char* s = std::getenv("EMBER_PARITY_SMALL");
-  return s != nullptr && *s != '\0' && std::string(s) != "0";
+enum class Tier { Full, Small, Emulated };
+
+Tier tier() {
+  static const Tier t = [] {
+    if (const char* e = std::getenv("EMBER_PARITY_TIER"); e != nullptr && *e != '\0') {
+      const std::string v(e);
+      if (v == "full") return Tier::Full;
+      if (v == "small") return Tier::Small;
+      if (v == "emulated") return Tier::Emulated;
+      std::cerr << "EMBER_PARITY_TIER=" << v << " is not full, small or emulated; ignored\n";
+    }
+    if (cuda::is_emulated()) return Tier::Emulated;
+    const char* s = std::getenv("EMBER_PARITY_SMALL");
+    return s != nullptr && *s != '\0' && std::string(s) != "0" ? Tier::Small : Tier::Full;
+  }();
+  return t;
 }
+
+// Leave the largest sizes out?
+bool small_only() { return tier() != Tier::Full; }
+
+// The "long" length of the sweeps. On a GPU 65537: past 2^16, so several full blocks and a
+// ragged tail. In emulation 8209: still several blocks and a tail, still longer than a warp's
+// row (2048) and a softmax row per warp (1024), and still more than twice the 4096 elements a
+// row segment must have for a reduction to split into two passes — every code path of those
+// kernels, at an eighth of the work.
+int64_t long_len() { return tier() == Tier::Emulated ? 8209 : 65537; }
 
 // ---- tolerances -----------------------------------------------------------------------------
 //
@@ -316,7 +345,7 @@ std::string describe(const Shape& s, Layout l) { return shape_str(s) + " " + lay
 
 // 1-d sizes (contiguous and strided) and 2-d shapes (all three layouts), for elementwise ops.
 std::vector<Input> elementwise_inputs(bool with_empty = true) {
-  std::vector<Shape> one_d = {{1}, {7}, {1023}, {65537}};
+  std::vector<Shape> one_d = {{1}, {7}, {1023}, {long_len()}};
   if (with_empty) one_d.insert(one_d.begin(), Shape{0});
   if (!small_only()) one_d.push_back({kLarge1d});
   std::vector<Shape> two_d = {{7, 3}, {33, 1023}};
@@ -332,11 +361,12 @@ std::vector<Input> elementwise_inputs(bool with_empty = true) {
   return out;
 }
 
-// Shapes for reductions and softmax: the reduced length runs through 1, 7, 1023, 65537 along
-// the last dim and along dim 0, with few and many rows.
+// Shapes for reductions and softmax: the reduced length runs through 1, 7, 1023 and the long
+// length along the last dim and along dim 0, with few and many rows.
 std::vector<Shape> reduction_shapes() {
-  std::vector<Shape> s = {{1},       {7},       {1023},     {65537},    {1, 1},   {7, 7},
-                          {3, 1023}, {1023, 3}, {2, 65537}, {65537, 2}, {3, 5, 7}};
+  const int64_t L = long_len();
+  std::vector<Shape> s = {{1},       {7},       {1023},  {L},      {1, 1},   {7, 7},
+                          {3, 1023}, {1023, 3}, {2, L}, {L, 2}, {3, 5, 7}};
   if (!small_only()) {
     s.push_back({kLarge1d});
     s.push_back({2049, 2049});
@@ -427,7 +457,7 @@ TEST_CASE("cuda sweep: binary ops, same shape and broadcast", "[cuda][cuda-sweep
     pairs.push_back({in, {in.shape, Layout::Contiguous}});
     if (in.layout != Layout::Contiguous) pairs.push_back({in, in});
   }
-  std::vector<int64_t> lengths = {1, 7, 1023, 65537};
+  std::vector<int64_t> lengths = {1, 7, 1023, long_len()};
   if (!small_only()) lengths.push_back(kLarge1d);
   for (int64_t n : lengths) {
     pairs.push_back({{{n}, Layout::Contiguous}, {{}, Layout::Contiguous}});  // [n] op 0-d
@@ -685,7 +715,7 @@ TEST_CASE("cuda sweep: softmax and log_softmax over the last and the first dim",
     }
   }
   // Wide ranges and a large common shift: exp would overflow without subtracting the max.
-  for (const Shape& s : std::vector<Shape>{{7, 7}, {3, 1023}, {2, 65537}}) {
+  for (const Shape& s : std::vector<Shape>{{7, 7}, {3, 1023}, {2, long_len()}}) {
     DYNAMIC_SECTION("softmax and log_softmax " << shape_str(s)
                                                << " values in [-40, 40] and [960, 1040]") {
       for (double shift : {0.0, 1000.0}) {
@@ -734,8 +764,14 @@ TEST_CASE("cuda sweep: cross_entropy with 10 and 1000 classes", "[cuda][cuda-swe
   struct Size {
     int64_t n, c;
   };
-  std::vector<Size> sizes = {{1, 10},   {7, 10},   {1023, 10},   {65537, 10},
-                             {1, 1000}, {7, 1000}, {1023, 1000}, {4099, 1000}};
+  // A warp per row of 10 or 1000 classes; the one-block reduction over many rows.
+  std::vector<Size> sizes = {{1, 10}, {7, 10}, {1023, 10}, {long_len(), 10}, {1, 1000}, {7, 1000}};
+  if (tier() == Tier::Emulated) {
+    sizes.push_back({129, 1000});  // more rows than one block's 8 warps
+  } else {
+    sizes.push_back({1023, 1000});
+    sizes.push_back({4099, 1000});
+  }
   if (!small_only()) sizes.push_back({419431, 10});  // 4.2M logits
   uint64_t seed = 6000;
   for (const Size& sz : sizes) {
@@ -763,7 +799,10 @@ TEST_CASE("cuda sweep: gather, index_select, index_add, scatter_add", "[cuda][cu
   if (skip_without_gpu()) return;
   // n: the length of the indexed dim; m = n + n / 2 + 2 indices, so values repeat and the
   // backward passes (and index_add/scatter_add themselves) must add colliding contributions.
-  std::vector<int64_t> lengths = {1, 7, 1023, 65537};
+  // The adds give every destination element one thread that scans the whole index (no atomics,
+  // kernels/cuda/index.cu): n * m steps, which the emulator cannot afford at n = 65537.
+  std::vector<int64_t> lengths = {1, 7, 1023};
+  if (tier() != Tier::Emulated) lengths.push_back(65537);
   if (!small_only()) lengths.push_back((int64_t{1} << 20) + 1);
   uint64_t seed = 7000;
   for (int64_t n : lengths) {
@@ -842,11 +881,20 @@ TEST_CASE("cuda sweep: gather, index_select, index_add, scatter_add", "[cuda][cu
                 with_layout({65537}, Layout::Contiguous, index_values(7, 7908), false)},
                [](const Inputs& x) { return index_select(x[0], 0, x[1]); });
   }
+  // A few sources into a tall tensor: more destination rows than index_add's threads, so each
+  // thread owns a group of several rows (rows_per_group > 1 in kernels/cuda/index.cu).
+  DYNAMIC_SECTION("index_add, 5 sources into 300007 rows") {
+    check_case("index_add",
+               {floats({300007, 3}, Layout::Contiguous, 7911),
+                with_layout({5}, Layout::Contiguous, index_values(300007, 7912), false),
+                floats({5, 3}, Layout::Contiguous, 7913)},
+               [](const Inputs& x) { return index_add(x[0], 0, x[1], x[2]); });
+  }
 }
 
 TEST_CASE("cuda sweep: cat", "[cuda][cuda-sweep]") {
   if (skip_without_gpu()) return;
-  std::vector<int64_t> lengths = {1, 7, 1023, 65537};
+  std::vector<int64_t> lengths = {1, 7, 1023, long_len()};
   if (!small_only()) lengths.push_back((int64_t{1} << 20) + 1);
   uint64_t seed = 8000;
   for (int64_t n : lengths) {
@@ -882,7 +930,7 @@ TEST_CASE("cuda sweep: matmul, odd sizes and batches", "[cuda][cuda-sweep]") {
     int64_t m, k, n;
   };
   std::vector<MNK> sizes = {{1, 1, 1},      {7, 7, 7},     {1, 1023, 1}, {1023, 1, 1023},
-                            {65, 1023, 33}, {7, 65537, 3}, {1023, 7, 1}, {1, 7, 1023}};
+                            {65, 1023, 33}, {7, long_len(), 3}, {1023, 7, 1}, {1, 7, 1023}};
   if (!small_only()) sizes.push_back({1023, 1023, 1023});
   const std::vector<std::pair<Layout, Layout>> layouts = {{Layout::Contiguous, Layout::Contiguous},
                                                           {Layout::Transposed, Layout::Contiguous},
@@ -912,7 +960,7 @@ TEST_CASE("cuda sweep: matmul, odd sizes and batches", "[cuda][cuda-sweep]") {
       {{65}, {3, 65, 1023}, Layout::Strided, Layout::Contiguous},
       {{3, 1023, 65}, {65}, Layout::Contiguous, Layout::Strided},
       {{1023, 65}, {65}, Layout::Transposed, Layout::Contiguous},
-      {{65537}, {65537}, Layout::Strided, Layout::Contiguous},
+      {{long_len()}, {long_len()}, Layout::Strided, Layout::Contiguous},
   };
   for (const Batched& b : batched) {
     seed += 2;
@@ -959,7 +1007,7 @@ TEST_CASE("cuda sweep: contiguous, clone, to_dtype", "[cuda][cuda-sweep]") {
 TEST_CASE("cuda sweep: float32", "[cuda][cuda-sweep]") {
   if (skip_without_gpu()) return;
   const DType f = kFloat32;
-  std::vector<Shape> shapes = {{7}, {1023}, {65537}, {33, 1023}, {1023, 33}};
+  std::vector<Shape> shapes = {{7}, {1023}, {long_len()}, {33, 1023}, {1023, 33}};
   if (!small_only()) shapes.push_back({2049, 2049});
   uint64_t seed = 11000;
   for (const Shape& s : shapes) {
@@ -999,7 +1047,7 @@ TEST_CASE("cuda sweep: float32", "[cuda][cuda-sweep]") {
     }
   }
   for (int64_t c : {int64_t{10}, int64_t{1000}}) {
-    const int64_t n = c == 10 ? 65537 : 1023;
+    const int64_t n = c == 10 ? long_len() : 1023;
     DYNAMIC_SECTION("float32 cross_entropy [" << n << ", " << c << "]") {
       check_case("cross_entropy", ce_inputs(n, c, Layout::Contiguous, false, false, seed + c, f),
                  ce_fn(Reduction::Mean));
@@ -1028,10 +1076,43 @@ TEST_CASE("cuda sweep: float32", "[cuda][cuda-sweep]") {
   }
 }
 
+// More work than the largest grid ember launches: grid_for (kernels/cuda/launch.cuh) caps a grid
+// at 2^16 blocks of 256 threads, and the grid-stride loops must then take every element after
+// the first 2^24 on a second lap. An elementwise op on a strided uint8 view (the strided kernel:
+// one element per thread per lap) of 2^24 + 2^20 + 3 elements, and a sum of them.
+TEST_CASE("cuda sweep: more elements than the capped grid has threads", "[cuda][cuda-sweep]") {
+  if (skip_without_gpu()) return;
+  NoGradGuard no_grad;
+  const int64_t n = (int64_t{1} << 24) + (int64_t{1} << 20) + 3;
+  std::vector<uint8_t> host(static_cast<size_t>(2 * n));
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<uint8_t>((i * 7 + 3) % 251);
+  const Tensor cpu = from_vector<uint8_t>(host, {2 * n}, kUInt8);
+  const Tensor dev = cpu.to(target());
+  const Tensor view_cpu = cpu.slice(0, 1, 2 * n, 2), view_dev = dev.slice(0, 1, 2 * n, 2);
+  REQUIRE(view_dev.numel() == n);
+#ifdef EMBER_CUDA_EMULATED
+  const int64_t threads_before = emu::stats().threads;
+#endif
+  const Tensor five = full({}, 5.0, TensorOptions(kUInt8).device(target()));
+  const Tensor got = view_dev + five;  // uint8 + uint8: one strided kernel
+#ifdef EMBER_CUDA_EMULATED
+  // The launch really was capped: 2^16 blocks of 256 threads for more elements than that.
+  CHECK(emu::stats().threads - threads_before == (int64_t{1} << 24));
+#endif
+  const Tensor want = view_cpu + five.cpu();
+  CHECK(got.to_vector<uint8_t>() == want.to_vector<uint8_t>());
+  CHECK(sum(view_dev).item() == sum(view_cpu).item());
+}
+
 // More than 2^31 elements: 32-bit index arithmetic anywhere on the way (a grid-stride loop, an
 // offset, a reduction's index) shows up here. Needs about 20 GB of GPU memory.
 TEST_CASE("cuda sweep: a tensor of more than 2^31 elements", "[cuda][cuda-sweep][cuda-huge]") {
   if (skip_without_gpu()) return;
+  if (tier() == Tier::Emulated) {
+    std::cout << "SKIPPED: too large to emulate (2^31 CUDA threads and 16 GiB of tensors; the "
+                 "emulation build runs every thread on the CPU)\n";
+    return;
+  }
   if (small_only()) {
     std::cout << "SKIPPED: EMBER_PARITY_SMALL is set\n";
     return;

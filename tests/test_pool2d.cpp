@@ -368,8 +368,13 @@ TEST_CASE("pool2d: CUDA matches the CPU bit for bit", "[pool2d][cuda]") {
       {{2, 5, 9}, pool({3, 3}, {1, 1})},                   // 3-d
   };
   for (const Geometry& geo : geometries) {
+    // The emulation build runs every CUDA thread on the CPU: the 17.2M-element geometry (there to
+    // make the grid loop) runs once there, in float32 with random values, not eight times.
+    const bool huge = geo.shape.size() == 4 && geo.shape[2] * geo.shape[3] > (1 << 23);
     for (DType dt : {kFloat32, kFloat64}) {
+      if (huge && cuda::is_emulated() && dt != kFloat32) continue;
       for (int values = 0; values < 2; ++values) {  // 0: random, 1: all ties plus a NaN
+        if (huge && cuda::is_emulated() && values != 0) continue;
         manual_seed(5);
         Tensor base = values == 0 ? randn(geo.shape, dt) : ones(geo.shape, dt);
         if (values == 1 && base.numel() > 3) {

@@ -69,8 +69,11 @@ namespace ember::kernels::cuda {
 
 namespace {
 
-// Scratch the im2col path may hold at once (see the top of the file).
-constexpr int64_t kColumnBudgetBytes = int64_t{256} << 20;
+// Scratch the im2col path may hold at once (see the top of the file); set_conv_column_budget
+// lowers it for the chunking tests.
+constexpr int64_t kDefaultColumnBudgetBytes = int64_t{256} << 20;
+std::atomic<int64_t> g_column_budget{kDefaultColumnBudgetBytes};
+int64_t column_budget() { return g_column_budget.load(std::memory_order_relaxed); }
 
 constexpr int kWarp = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
@@ -461,7 +464,7 @@ void im2col_forward(const ConvGeometry& g, const T* x, const T* w, const T* b, T
   const bool pointwise = is_pointwise(g);
   const int64_t nb = chunk_or_throw(
       images_per_chunk(g.N, pointwise ? 0 : col_elems, std::max(col_elems, ix.KPQ), kElem,
-                       kColumnBudgetBytes),
+                       column_budget()),
       "conv2d");
   Tensor col_buffer = pointwise ? Tensor() : scratch(nb * col_elems * kElem);
   for (int64_t n0 = 0; n0 < g.N; n0 += nb) {
@@ -489,7 +492,7 @@ void im2col_backward_input(const ConvGeometry& g, const T* dy, const T* w, T* dx
   const bool pointwise = is_pointwise(g);
   const int64_t nb = chunk_or_throw(
       images_per_chunk(g.N, pointwise ? 0 : col_elems, std::max(col_elems, ix.CHW), kElem,
-                       kColumnBudgetBytes),
+                       column_budget()),
       "conv2d backward");
   Tensor col_buffer = pointwise ? Tensor() : scratch(nb * col_elems * kElem);
   for (int64_t n0 = 0; n0 < g.N; n0 += nb) {
@@ -513,7 +516,7 @@ void im2col_backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* d
   // index at most count * max(CRS*PQ, K*PQ) elements.
   const int64_t nb = chunk_or_throw(
       images_per_chunk(g.N, col_elems + ix.KPQ, std::max(col_elems, ix.KPQ), kElem,
-                       kColumnBudgetBytes),
+                       column_budget()),
       "conv2d backward");
   Tensor col_buffer = scratch(nb * col_elems * kElem);
   Tensor dyT_buffer = scratch(nb * ix.KPQ * kElem);
@@ -605,6 +608,10 @@ void check_algo(ConvAlgo algo, const char* what) {
 }  // namespace
 
 // ---- the entry points (kernels/cuda/conv.h) ------------------------------------------------------
+
+void set_conv_column_budget(int64_t bytes) {
+  g_column_budget.store(bytes > 0 ? bytes : kDefaultColumnBudgetBytes, std::memory_order_relaxed);
+}
 
 void conv2d_forward(DType dtype, const ConvGeometry& g, const void* x, const void* w,
                     const void* b, void* y, ConvAlgo algo) {

@@ -23,6 +23,11 @@ void conv2d_backward_input(DType dtype, const ConvGeometry& g, const void* dy, c
 void conv2d_backward_weight(DType dtype, const ConvGeometry& g, const void* x, const void* dy,
                             void* dw, void* db, ConvAlgo algo = ConvAlgo::Auto);
 
+// The scratch memory the Im2colGemm path may use at once (256 MiB by default; a larger batch is
+// processed in chunks of images). Tests lower it to exercise the chunking on small layers;
+// 0 restores the default.
+void set_conv_column_budget(int64_t bytes);
+
 // Was ember built with cuDNN (EMBER_CUDNN found cudnn.h and the library)?
 bool cudnn_built();
 

@@ -45,6 +45,15 @@ void check_error(cudaError_t err, const char* what, const char* file, int line);
   __VA_ARGS__<<<(grid), (block), (shared_bytes), (stream)>>>
 #endif
 
+// EMBER_DYNAMIC_SHARED(T, name) inside a kernel declares `name`, a T* to the block's dynamic
+// shared memory (the launch's shared_bytes), 16-byte aligned. On a GPU it is the usual
+// `extern __shared__` array; the emulation build maps it to its own per-block buffer.
+#ifndef EMBER_CUDA_EMULATED
+#define EMBER_DYNAMIC_SHARED(T, name)                           \
+  extern __shared__ __align__(16) unsigned char ember_dynamic_shared_bytes[]; \
+  T* name = reinterpret_cast<T*>(ember_dynamic_shared_bytes)
+#endif
+
 #define EMBER_CUDA_CHECK(call) ::ember::kernels::cuda::check_error((call), #call, __FILE__, __LINE__)
 #define EMBER_LAUNCH_CHECK(kernel_name) \
   ::ember::kernels::cuda::check_error(cudaGetLastError(), "launch of " kernel_name, __FILE__, __LINE__)

@@ -116,6 +116,22 @@ void device_access(Thread* t, uintptr_t a, size_t n, bool write, bool aligned, c
   const int d = static_cast<int>((a - g.device_lo) / g.device_capacity);
   const int mine = t->block->grid->device;
   Device& dev = *g.devices[static_cast<size_t>(d)];
+  Arena& arena = *dev.arena;
+  uint8_t* sh = arena.shadow() + (a - reinterpret_cast<uintptr_t>(arena.base()));
+  // The common case first: an aligned access of initialised bytes of this device's memory,
+  // tested 8 shadow bytes at a time.
+  if (d == mine && (!aligned || (a & (n - 1)) == 0)) {
+    constexpr uint64_t kAllInit = 0x1111111111111111ull;
+    bool all_init = true;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t v;
+      std::memcpy(&v, sh + i, 8);
+      all_init &= v == kAllInit;
+    }
+    for (; i < n; ++i) all_init &= sh[i] == kInit;
+    if (all_init) return;
+  }
   if (checks & kMemcheck) {
     if (d != mine && !g.devices[static_cast<size_t>(mine)]->peer_enabled[static_cast<size_t>(d)]) {
       report(t, cudaErrorIllegalAddress,
@@ -132,8 +148,6 @@ void device_access(Thread* t, uintptr_t a, size_t n, bool write, bool aligned, c
              pc);
     }
   }
-  Arena& arena = *dev.arena;
-  uint8_t* sh = arena.shadow() + (a - reinterpret_cast<uintptr_t>(arena.base()));
   for (size_t i = 0; i < n; ++i) {
     const uint8_t s = sh[i];
     if (!addressable(s)) {
@@ -170,33 +184,37 @@ std::string thread_name(const BlockRun& b, uint32_t linear) {
   return dim_str(b.threads[linear].idx);
 }
 
+// Racecheck (and initcheck of shared memory) keep one cell per 4-byte word, the width of a
+// shared-memory bank: two threads writing different bytes of one word between barriers count as
+// a hazard. `word` is the index of the first word the access touches.
 void shared_access(Thread* t, RaceCell* cells, uintptr_t a, size_t n, bool write, const void* pc) {
   BlockRun& b = *t->block;
   const unsigned checks = t->checks;
   const uint32_t me = t->linear;
   const uint32_t epoch = b.epoch;
   const uint32_t wepoch = b.warps[t->warp].epoch;
-  for (size_t i = 0; i < n; ++i) {
+  const size_t words = ((a + n - 1) >> 2) - (a >> 2) + 1;
+  for (size_t i = 0; i < words; ++i) {
     RaceCell& c = cells[i];
+    const uintptr_t at = ((a >> 2) + i) << 2;
     if (c.serial != b.serial) c = RaceCell{b.serial, nullptr, 0, 0, 0, 0, 0, 0, 0};
     if (write) {
       if (checks & kRacecheck) {
         if (c.writer != 0 && c.writer - 1u != me &&
             !ordered(c.write_epoch, c.write_warp_epoch, c.writer - 1u, epoch, wepoch, me)) {
           report(t, cudaErrorLaunchFailure,
-                 "racecheck: write-after-write hazard on shared memory at " + hex(a + i) +
-                     ": thread " + thread_name(b, me) + " writes the byte that thread " +
+                 "racecheck: write-after-write hazard on shared memory at " + hex(at) +
+                     ": thread " + thread_name(b, me) + " writes the word that thread " +
                      thread_name(b, c.writer - 1u) + " wrote at " + describe_code(c.write_pc) +
                      ", with no __syncthreads between them",
                  pc);
         }
-        if (c.readers != 0 && (c.readers > 1 || c.reader - 1u != me) &&
+        if (c.readers != 0 && c.read_epoch == epoch && (c.readers > 1 || c.reader - 1u != me) &&
             (c.readers > 1 ||
-             !ordered(c.read_epoch, c.read_warp_epoch, c.reader - 1u, epoch, wepoch, me)) &&
-            c.read_epoch == epoch) {
+             !ordered(c.read_epoch, c.read_warp_epoch, c.reader - 1u, epoch, wepoch, me))) {
           report(t, cudaErrorLaunchFailure,
-                 "racecheck: write-after-read hazard on shared memory at " + hex(a + i) +
-                     ": thread " + thread_name(b, me) + " overwrites a byte that thread " +
+                 "racecheck: write-after-read hazard on shared memory at " + hex(at) +
+                     ": thread " + thread_name(b, me) + " overwrites a word that thread " +
                      thread_name(b, c.reader - 1u) + (c.readers > 1 ? " (and others)" : "") +
                      " read since the last __syncthreads: it may not have read it yet on a GPU",
                  pc);
@@ -217,8 +235,8 @@ void shared_access(Thread* t, RaceCell* cells, uintptr_t a, size_t n, bool write
       if ((checks & kRacecheck) && c.writer != 0 && c.writer - 1u != me &&
           !ordered(c.write_epoch, c.write_warp_epoch, c.writer - 1u, epoch, wepoch, me)) {
         report(t, cudaErrorLaunchFailure,
-               "racecheck: read-after-write hazard on shared memory at " + hex(a + i) +
-                   ": thread " + thread_name(b, me) + " reads the byte that thread " +
+               "racecheck: read-after-write hazard on shared memory at " + hex(at) +
+                   ": thread " + thread_name(b, me) + " reads the word that thread " +
                    thread_name(b, c.writer - 1u) + " wrote at " + describe_code(c.write_pc) +
                    ", with no __syncthreads between them (on a GPU it may read the old value)",
                pc);
@@ -228,7 +246,7 @@ void shared_access(Thread* t, RaceCell* cells, uintptr_t a, size_t n, bool write
         c.readers = 1;
         c.read_epoch = epoch;
         c.read_warp_epoch = wepoch;
-      } else if (c.reader - 1u != me) {
+      } else if (c.readers == 1 && c.reader - 1u != me) {
         c.readers = 2;
       }
     }
@@ -239,7 +257,6 @@ void shared_access(Thread* t, RaceCell* cells, uintptr_t a, size_t n, bool write
 
 __attribute__((noinline)) void check(Thread* t, uintptr_t a, size_t n, bool write, bool aligned,
                                      const void* pc) {
-  if (a - t->stack_lo < t->stack_size) return;  // the thread's own stack
   Globals& g = globals();
   if (a - g.device_lo < g.device_span) {
     device_access(t, a, n, write, aligned, pc);
@@ -250,7 +267,7 @@ __attribute__((noinline)) void check(Thread* t, uintptr_t a, size_t n, bool writ
   if (a - w.tls_lo < w.tls_size) {
     if (t->checks & (kRacecheck | kInitcheck)) {
       const size_t m = std::min<size_t>(n, w.tls_lo + w.tls_size - a);
-      shared_access(t, w.race.data() + (a - w.tls_lo), a, m, write, pc);
+      shared_access(t, w.race.data() + ((a - w.tls_lo) >> 2), a, m, write, pc);
     }
     return;
   }
@@ -291,7 +308,9 @@ __attribute__((noinline)) void check(Thread* t, uintptr_t a, size_t n, bool writ
 inline void hook(void* p, size_t n, bool write, bool aligned, const void* pc) {
   Thread* t = tls_thread;
   if (t == nullptr || !t->checking) return;
-  check(t, reinterpret_cast<uintptr_t>(p), n, write, aligned, pc);
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  if (a - t->stack_lo < t->stack_size) return;  // the thread's own stack: nothing to check
+  check(t, a, n, write, aligned, pc);
 }
 
 }  // namespace
@@ -425,9 +444,10 @@ void init_worker_tls(Worker& w) {
     w.race.assign(1, RaceCell{});
     return;
   }
+  // The cells are indexed by word from tls_lo, which thread_local alignment keeps 4-byte aligned.
   w.tls_lo = f.lo;
   w.tls_size = f.size;
-  w.race.assign(f.size, RaceCell{});
+  w.race.assign(f.size / 4 + 2, RaceCell{});
 }
 
 // Atomics are checked like stores (they read and write); racecheck leaves them alone, since

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ember::emu {
 
@@ -70,6 +71,11 @@ Stats stats();
 
 // CPU threads the emulator spreads blocks over (EMBER_EMULATOR_THREADS, default: all cores).
 int worker_threads();
+
+// Which of `physical` emulated devices a CUDA_VISIBLE_DEVICES value shows, in order, read as
+// the CUDA driver reads it: comma-separated indices; the list ends at the first entry that is not
+// a valid index not listed before ("-1", "", "x" hide everything after them). Exposed for tests.
+std::vector<int> parse_visible_devices(const std::string& value, int physical);
 
 // ---- for ember's caching allocator (kernels/cuda/allocator.cu) ----------------------------------
 // The allocator keeps cudaMalloc'd blocks after their tensor dies and hands them out again, so on

@@ -132,6 +132,9 @@ Globals& globals();  // created on first use; never destroyed (kernels may run d
 
 // The arena and visible device index of a device address, or nullptr.
 Arena* device_arena_of(uintptr_t a, int* device);
+// CUDA_VISIBLE_DEVICES (env, or nullptr when unset) as the driver reads it, for `physical`
+// devices: the visible indices in order; `note` explains an entry that ended the list.
+std::vector<int> visible_devices(const char* env, int physical, std::string* note);
 // Deferred copies of a stream run now.
 void drain(Stream& s);
 double now_ms();

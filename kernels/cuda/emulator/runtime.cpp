@@ -33,6 +33,8 @@
 extern "C" {
 void __asan_poison_memory_region(void const volatile* addr, size_t size) __attribute__((weak));
 void __asan_unpoison_memory_region(void const volatile* addr, size_t size) __attribute__((weak));
+void __asan_set_error_report_callback(void (*callback)(const char*)) __attribute__((weak));
+void* __asan_get_report_address() __attribute__((weak));
 }
 
 namespace ember::emu {
@@ -83,11 +85,27 @@ void discard_pages(void* p, size_t n) {
   if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 
+// Under AddressSanitizer: when ASan reports an access to emulated device memory, the culprit
+// is host code dereferencing a device pointer. Say so next to ASan's report.
+void explain_host_access(const char*) {
+  if (__asan_get_report_address == nullptr) return;
+  const auto a = reinterpret_cast<uintptr_t>(__asan_get_report_address());
+  int dev = 0;
+  if (device_arena_of(a, &dev) == nullptr) return;
+  std::fprintf(stderr,
+               "ember emulator: host code touched device memory at 0x%llx (%s). On a GPU this "
+               "crashes too: a device pointer cannot be dereferenced on the host. Copy the data "
+               "with cudaMemcpy (Tensor::cpu(), Tensor::to) instead; ASan's stack above shows "
+               "where.\n",
+               static_cast<unsigned long long>(a), describe_address(a, 1).c_str());
+}
+
+}  // namespace
+
 // CUDA_VISIBLE_DEVICES as the driver reads it: a comma-separated list of device indices; the
 // list ends at the first entry that is not a valid, not yet listed index ("-1" hides all).
-std::vector<int> visible_devices(int physical, std::string* note) {
+std::vector<int> visible_devices(const char* env, int physical, std::string* note) {
   std::vector<int> out;
-  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
   if (env == nullptr) {
     for (int i = 0; i < physical; ++i) out.push_back(i);
     return out;
@@ -115,6 +133,8 @@ std::vector<int> visible_devices(int physical, std::string* note) {
   }
   return out;
 }
+
+namespace {
 
 thread_local cudaError_t tls_last_error = cudaSuccess;
 thread_local int tls_current_device = 0;
@@ -224,7 +244,10 @@ bool Arena::live_block(uintptr_t p, Block* out) const {
 
 // ---- globals -------------------------------------------------------------------------------------
 
+Globals* g_globals = nullptr;
+
 Globals& globals() {
+  if (g_globals != nullptr) return *g_globals;  // the memory hooks' fast path
   static Globals* g = [] {
     auto* g = new Globals();
     int physical = 1;
@@ -253,7 +276,7 @@ Globals& globals() {
     g->physical_devices = physical;
     g->device_capacity = capacity;
     std::string note;
-    g->visible = visible_devices(physical, &note);
+    g->visible = visible_devices(std::getenv("CUDA_VISIBLE_DEVICES"), physical, &note);
     if (physical == 0) {
       g->no_device_reason = "EMBER_EMULATED_DEVICES=0: the emulator was asked for no devices";
     } else if (g->visible.empty()) {
@@ -292,6 +315,7 @@ Globals& globals() {
       }
     }
     g->checks.store(checks);
+    if (__asan_set_error_report_callback != nullptr) __asan_set_error_report_callback(explain_host_access);
     const char* q = std::getenv("EMBER_EMULATOR_QUIET");
     g->quiet = q != nullptr && *q != '\0' && std::string(q) != "0";
     if (const char* st = std::getenv("EMBER_EMULATOR_STATS"); st != nullptr && *st != '\0' &&
@@ -308,6 +332,7 @@ Globals& globals() {
     }
     return g;
   }();
+  g_globals = g;
   return *g;
 }
 
@@ -409,6 +434,11 @@ unsigned parse_checks(const std::string& words) {
 }
 
 std::string last_report() { return tls_last_report; }
+
+std::vector<int> parse_visible_devices(const std::string& value, int physical) {
+  std::string note;
+  return visible_devices(value.c_str(), physical, &note);
+}
 
 std::string take_report() {
   std::string r;

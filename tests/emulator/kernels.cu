@@ -1,0 +1,212 @@
+// tests/emulator/kernels.cu — the kernels of tests/test_emulator.cpp (see kernels.h): compiled
+// exactly like kernels/cuda/*.cu in the emulation build, instrumentation included.
+#include "tests/emulator/kernels.h"
+
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/launch.cuh"
+
+namespace ember_test {
+
+namespace {
+
+using ember::kernels::cuda::kBlock;
+using ember::kernels::cuda::stream;
+
+int last_error() { return static_cast<int>(cudaGetLastError()); }
+
+// ---- the language ----------------------------------------------------------------------------------
+
+// 64 threads, two warps; lane l of warp w holds l + 100 * w.
+__global__ void shuffles_kernel(int* out, int width) {
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  const int v = lane + 100 * warp;
+  out[t] = __shfl_sync(0xffffffffu, v, 5, width);
+  out[64 + t] = __shfl_up_sync(0xffffffffu, v, 3, width);
+  out[128 + t] = __shfl_down_sync(0xffffffffu, v, 3, width);
+  out[192 + t] = __shfl_xor_sync(0xffffffffu, v, 6, width);
+}
+
+// Warp 0 votes lane % 3 == 0, warp 1 votes true everywhere.
+__global__ void votes_kernel(unsigned* out) {
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  const int p = warp == 0 ? (lane % 3 == 0) : 1;
+  out[t] = __ballot_sync(0xffffffffu, p);
+  out[64 + t] = static_cast<unsigned>(__any_sync(0xffffffffu, p));
+  out[128 + t] = static_cast<unsigned>(__all_sync(0xffffffffu, p));
+}
+
+// A shared-memory tree sum of the thread indices, for any block size.
+__global__ void block_reduce_kernel(int* out) {
+  __shared__ int s[1024];
+  const int t = static_cast<int>(threadIdx.x), n = static_cast<int>(blockDim.x);
+  s[t] = t;
+  __syncthreads();
+  for (int step = 1; step < n; step *= 2) {
+    if (t % (2 * step) == 0 && t + step < n) s[t] += s[t + step];
+    __syncthreads();
+  }
+  if (t == 0) out[0] = s[0];
+}
+
+__global__ void syncthreads_count_kernel(int* out) {
+  const int t = static_cast<int>(threadIdx.x);
+  const int count = __syncthreads_count(t % 3 == 0);
+  const int all = __syncthreads_and(t < 256);
+  const int any = __syncthreads_or(t == 255);
+  if (t == 0) {
+    out[0] = count;
+    out[1] = all;
+    out[2] = any;
+  }
+}
+
+__global__ void atomics_kernel(float* fsum, int* isum, unsigned long long* max) {
+  const unsigned long long id = blockIdx.x * blockDim.x + threadIdx.x;
+  atomicAdd(fsum, 1.0f);
+  atomicAdd(isum, 1);
+  atomicMax(max, id);
+}
+
+// The last warp of a 40-thread block has 8 lanes: a shuffle among exactly those (in segments of
+// 8 lanes, so that no lane reads one outside the mask).
+__global__ void partial_warp_kernel(int* out) {
+  const int t = static_cast<int>(threadIdx.x);
+  const unsigned mask = __activemask();
+  out[t] = __shfl_down_sync(mask, t, 1, 8);
+}
+
+__global__ void dynamic_shared_kernel(int* out) {
+  EMBER_DYNAMIC_SHARED(int, buf);
+  const int t = static_cast<int>(threadIdx.x), n = static_cast<int>(blockDim.x);
+  buf[t] = t;
+  __syncthreads();
+  out[t] = buf[n - 1 - t];
+}
+
+__global__ void empty_kernel() {}
+
+__global__ void fill_kernel(float* out, int64_t n, float value) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[i] = value;
+}
+
+__global__ void rounding_kernel(float* f, double* d, unsigned* u) {
+  f[0] = __fmul_rn(f[1], f[2]);
+  f[3] = __fmaf_rn(f[1], f[2], f[4]);
+  f[5] = __fsqrt_rn(f[1]);
+  d[0] = __dmul_rn(d[1], d[2]);
+  d[3] = __fma_rn(d[1], d[2], d[4]);
+  d[5] = __ddiv_rn(d[1], d[2]);
+  u[0] = __umulhi(u[1], u[2]);
+}
+
+// ---- planted bugs --------------------------------------------------------------------------------
+
+// Writes out[0..n], one element past the end: thread n % 256 of the block makes the bad write.
+__global__ void out_of_bounds_kernel(float* out, int64_t n) {
+  for (int64_t i = threadIdx.x; i <= n; i += blockDim.x) out[i] = 1.0f;
+}
+
+__global__ void read_kernel(const float* in, int64_t i, float* out) { out[0] = in[i]; }
+
+// A float4 load from in + 1: 4-byte aligned, not 16-byte aligned.
+__global__ void misaligned_kernel(const float* in, float* out) {
+  const float4 v = *reinterpret_cast<const float4*>(in + 1);
+  out[0] = v.x;
+}
+
+// Thread t writes s[t] and reads s[t - 1] with no barrier between: a read-after-write hazard.
+__global__ void shared_race_kernel(int* out) {
+  __shared__ int s[256];
+  const int t = static_cast<int>(threadIdx.x);
+  s[t] = t;
+  out[t] = s[(t + 255) % 256];
+}
+
+// Only threads 0..15 reach the barrier; 16..31 return.
+__global__ void divergent_barrier_kernel(int* out) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < 16) __syncthreads();
+  out[t] = t;
+}
+
+// Lanes 16..31 return, then lanes 0..15 shuffle with a full mask.
+__global__ void exited_lane_kernel(int* out) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (t >= 16) return;
+  out[t] = __shfl_down_sync(0xffffffffu, t, 1);
+}
+
+}  // namespace
+
+int launch_shuffles(int* out, int width) {
+  EMBER_LAUNCH(1, 64, 0, stream(), shuffles_kernel)(out, width);
+  return last_error();
+}
+int launch_votes(unsigned* out) {
+  EMBER_LAUNCH(1, 64, 0, stream(), votes_kernel)(out);
+  return last_error();
+}
+int launch_block_reduce(int* out, int threads) {
+  EMBER_LAUNCH(1, threads, 0, stream(), block_reduce_kernel)(out);
+  return last_error();
+}
+int launch_syncthreads_count(int* out) {
+  EMBER_LAUNCH(1, 256, 0, stream(), syncthreads_count_kernel)(out);
+  return last_error();
+}
+int launch_atomics(float* fsum, int* isum, unsigned long long* max, int blocks) {
+  EMBER_LAUNCH(blocks, 256, 0, stream(), atomics_kernel)(fsum, isum, max);
+  return last_error();
+}
+int launch_partial_warp(int* out, int threads) {
+  EMBER_LAUNCH(1, threads, 0, stream(), partial_warp_kernel)(out);
+  return last_error();
+}
+int launch_dynamic_shared(int* out, int threads) {
+  EMBER_LAUNCH(1, threads, threads * sizeof(int), stream(), dynamic_shared_kernel)(out);
+  return last_error();
+}
+int launch_with_config(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                       unsigned bz, unsigned shared_bytes) {
+  EMBER_LAUNCH(dim3(gx, gy, gz), dim3(bx, by, bz), shared_bytes, stream(), empty_kernel)();
+  return last_error();
+}
+int launch_fill(float* out, int64_t n, float value) {
+  EMBER_LAUNCH(ember::kernels::cuda::grid_for(n), kBlock, 0, stream(), fill_kernel)(out, n, value);
+  return last_error();
+}
+int launch_rounding(float* f, double* d, unsigned* u) {
+  EMBER_LAUNCH(1, 1, 0, stream(), rounding_kernel)(f, d, u);
+  return last_error();
+}
+
+int plant_out_of_bounds(float* out, int64_t n) {
+  EMBER_LAUNCH(1, 256, 0, stream(), out_of_bounds_kernel)(out, n);
+  return last_error();
+}
+int plant_read(const float* in, float* out) { return plant_read_at(in, 0, out); }
+int plant_read_at(const float* in, int64_t i, float* out) {
+  EMBER_LAUNCH(1, 1, 0, stream(), read_kernel)(in, i, out);
+  return last_error();
+}
+int plant_misaligned(const float* in, float* out) {
+  EMBER_LAUNCH(1, 1, 0, stream(), misaligned_kernel)(in, out);
+  return last_error();
+}
+int plant_shared_race(int* out) {
+  EMBER_LAUNCH(1, 256, 0, stream(), shared_race_kernel)(out);
+  return last_error();
+}
+int plant_divergent_barrier(int* out) {
+  EMBER_LAUNCH(1, 32, 0, stream(), divergent_barrier_kernel)(out);
+  return last_error();
+}
+int plant_exited_lane(int* out) {
+  EMBER_LAUNCH(1, 32, 0, stream(), exited_lane_kernel)(out);
+  return last_error();
+}
+
+}  // namespace ember_test

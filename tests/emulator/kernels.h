@@ -1,0 +1,35 @@
+// tests/emulator/kernels.h — CUDA kernels that test the emulator itself (emulation build only):
+// what the CUDA language promises (barriers, shuffles, votes, atomics, launch limits) and one
+// kernel per planted bug that each checker must report. Launchers take device pointers and
+// return the launch's cudaError_t (as cudaGetLastError gives it) as an int, so that this header
+// needs no CUDA header.
+#pragma once
+
+#include <cstdint>
+
+namespace ember_test {
+
+// ---- the language ----------------------------------------------------------------------------------
+// out[i] for 64 threads (2 warps): shfl_down(16) of the lane id + 100 * warp, ... see kernels.cu.
+int launch_shuffles(int* out, int width);            // out: 4 * 64 ints (index, up, down, xor)
+int launch_votes(unsigned* out);                      // out: 3 * 64 (ballot, any, all)
+int launch_block_reduce(int* out, int threads);      // out[0] = sum of 0..threads-1 via smem
+int launch_syncthreads_count(int* out);               // out: count, and, or over 256 threads
+int launch_atomics(float* fsum, int* isum, unsigned long long* max, int blocks);
+int launch_partial_warp(int* out, int threads);       // lanes of a partial last warp shuffle
+int launch_dynamic_shared(int* out, int threads);     // reverses via dynamic shared memory
+int launch_with_config(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                       unsigned bz, unsigned shared_bytes);  // an empty kernel
+int launch_fill(float* out, int64_t n, float value);  // grid-stride fill, kBlock threads
+int launch_rounding(float* f, double* d, unsigned* u);  // the _rn intrinsics, see kernels.cu
+
+// ---- planted bugs: each launch must fail with a report naming kernel, block, thread, address ----
+int plant_out_of_bounds(float* out, int64_t n);   // writes out[n] too (one past the end)
+int plant_read(const float* in, float* out);      // reads in[0] (freed / cached / host memory)
+int plant_read_at(const float* in, int64_t i, float* out);  // reads in[i]
+int plant_misaligned(const float* in, float* out);  // a float4 load at in + 1
+int plant_shared_race(int* out);                  // thread t reads what t - 1 wrote, no barrier
+int plant_divergent_barrier(int* out);            // __syncthreads only in threads < 16
+int plant_exited_lane(int* out);                  // a full-mask shuffle after lanes returned
+
+}  // namespace ember_test
