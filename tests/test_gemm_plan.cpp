@@ -1,4 +1,6 @@
-// The row-major -> column-major mapping of kernels/cuda/gemm_plan.h, proven on the CPU.
+// The row-major -> column-major mapping of kernels/cuda/gemm_plan.h, proven on the CPU; and
+// ember's own CUDA GEMM kernel (kernels/cuda/gemm_tiled.cu) on the same cases, on a GPU or in the
+// emulation build ([cuda] test at the end).
 //
 // The GPU GEMM (kernels/cuda/gemm.cu) passes plan_cublas_gemm's arguments straight to cuBLAS.
 // CI has no GPU, so here a naive column-major GEMM reads those same arguments exactly as cuBLAS
@@ -9,11 +11,14 @@
 // exactly whatever their summation order.
 #include <cmath>
 #include <cstdint>
+#include <iostream>
 #include <limits>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
+#include "core/ember.h"
+#include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemm_plan.h"
 
 using ember::kernels::cuda::CublasGemmArgs;
@@ -181,8 +186,13 @@ TEST_CASE("gemm plan: the mapping swaps operands and M/N and keeps each transpos
   }
 }
 
-TEST_CASE("gemm plan: all four transpose combinations, odd sizes, packed and padded rows",
-          "[cuda-logic]") {
+namespace {
+
+// ---- the cases ----------------------------------------------------------------------------------
+
+// All four transpose combinations, odd sizes, packed and padded rows.
+std::vector<Case> transpose_cases() {
+  std::vector<Case> v;
   const int64_t sizes[] = {1, 7, 13};
   const std::pair<double, double> scalars[] = {{1.0, 0.0}, {0.5, -1.25}, {-2.0, 1.0}};
   for (bool ta : {false, true})
@@ -201,11 +211,14 @@ TEST_CASE("gemm plan: all four transpose combinations, odd sizes, packed and pad
                 cs.pad = pad;
                 cs.alpha = alpha;
                 cs.beta = beta;
-                check_case(cs);
+                v.push_back(cs);
               }
+  return v;
 }
 
-TEST_CASE("gemm plan: K == 0 gives C = beta * C, as BLAS defines it", "[cuda-logic]") {
+// K == 0: C = beta * C, as BLAS defines it.
+std::vector<Case> empty_depth_cases() {
+  std::vector<Case> v;
   for (bool ta : {false, true})
     for (bool tb : {false, true})
       for (double beta : {0.0, 0.5}) {
@@ -216,14 +229,15 @@ TEST_CASE("gemm plan: K == 0 gives C = beta * C, as BLAS defines it", "[cuda-log
         cs.N = 13;
         cs.K = 0;
         cs.beta = beta;
-        check_case(cs);
+        v.push_back(cs);
       }
+  return v;
 }
 
-TEST_CASE("gemm plan: leading dimensions that address nothing are made acceptable to cuBLAS",
-          "[cuda-logic]") {
-  // A single row never uses its ld, and ember may pass anything there (a row cut from a larger
-  // tensor, a 1-d operand). cuBLAS would reject ld < max(1, rows); the plan replaces it.
+// A single row never uses its ld, and ember may pass anything there (a row cut from a larger
+// tensor, a 1-d operand).
+std::vector<Case> unused_ld_cases() {
+  std::vector<Case> v;
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       Case row;  // M == 1: op(A) is one row, C is one row
@@ -236,7 +250,7 @@ TEST_CASE("gemm plan: leading dimensions that address nothing are made acceptabl
       row.ldc = 1;            // C stored [1, 7]
       row.alpha = 0.5;
       row.beta = -1.25;
-      check_case(row);
+      v.push_back(row);
 
       Case col;  // N == 1 with b stored transposed as [1, K]: its ld is irrelevant too
       col.trans_a = ta;
@@ -245,17 +259,14 @@ TEST_CASE("gemm plan: leading dimensions that address nothing are made acceptabl
       col.N = 1;
       col.K = 13;
       if (tb) col.ldb = 1;
-      check_case(col);
+      v.push_back(col);
     }
-  // K == 0: a stored [M, 0] may come with ld 0 (nothing is ever addressed).
-  const CublasGemmArgs p = plan_cublas_gemm(false, false, 7, 5, 0, nullptr, 0, 0, nullptr, 0, 0,
-                                            nullptr, 5, 0);
-  CHECK(cublas_accepts(p, 1));
-  CHECK(p.lda >= 1);
-  CHECK(p.ldb >= 1);
+  return v;
 }
 
-TEST_CASE("gemm plan: strided batches, including a broadcast operand (stride 0)", "[cuda-logic]") {
+// Strided batches, including a broadcast operand (stride 0).
+std::vector<Case> batch_cases() {
+  std::vector<Case> v;
   for (bool ta : {false, true})
     for (bool tb : {false, true})
       for (int which : {0, 1, 2}) {
@@ -271,6 +282,122 @@ TEST_CASE("gemm plan: strided batches, including a broadcast operand (stride 0)"
         cs.batch = 3;
         cs.broadcast_a = which == 0;
         cs.broadcast_b = which == 1;
-        check_case(cs);
+        v.push_back(cs);
       }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("gemm plan: all four transpose combinations, odd sizes, packed and padded rows",
+          "[cuda-logic]") {
+  for (const Case& cs : transpose_cases()) check_case(cs);
+}
+
+TEST_CASE("gemm plan: K == 0 gives C = beta * C, as BLAS defines it", "[cuda-logic]") {
+  for (const Case& cs : empty_depth_cases()) check_case(cs);
+}
+
+TEST_CASE("gemm plan: leading dimensions that address nothing are made acceptable to cuBLAS",
+          "[cuda-logic]") {
+  // cuBLAS would reject ld < max(1, rows); the plan replaces it.
+  for (const Case& cs : unused_ld_cases()) check_case(cs);
+  // K == 0: a stored [M, 0] may come with ld 0 (nothing is ever addressed).
+  const CublasGemmArgs p = plan_cublas_gemm(false, false, 7, 5, 0, nullptr, 0, 0, nullptr, 0, 0,
+                                            nullptr, 5, 0);
+  CHECK(cublas_accepts(p, 1));
+  CHECK(p.lda >= 1);
+  CHECK(p.ldb >= 1);
+}
+
+TEST_CASE("gemm plan: strided batches, including a broadcast operand (stride 0)", "[cuda-logic]") {
+  for (const Case& cs : batch_cases()) check_case(cs);
+}
+
+// ==== ember's own GEMM kernel on the device ===========================================================
+
+namespace {
+
+// One case through kernels::cuda::gemm_batched with the Ember backend, on device copies of the
+// same buffers, in `dtype`; C (padding and gaps included) must equal the row-major reference
+// exactly (the values are small integers, exact in float32 too).
+void check_device_case(const Case& cs, ember::DType dtype) {
+  using namespace ember;
+  const int64_t a_rows = cs.trans_a ? cs.K : cs.M, a_cols = cs.trans_a ? cs.M : cs.K;
+  const int64_t b_rows = cs.trans_b ? cs.N : cs.K, b_cols = cs.trans_b ? cs.K : cs.N;
+  const int64_t lda = cs.lda > 0 ? cs.lda : a_cols + cs.pad;
+  const int64_t ldb = cs.ldb > 0 ? cs.ldb : b_cols + cs.pad;
+  const int64_t ldc = cs.ldc > 0 ? cs.ldc : cs.N + cs.pad;
+  const int64_t stride_a = cs.broadcast_a ? 0 : span(a_rows, a_cols, lda) + 5;
+  const int64_t stride_b = cs.broadcast_b ? 0 : span(b_rows, b_cols, ldb) + 5;
+  const int64_t stride_c = span(cs.M, cs.N, ldc) + 5;
+  const Buffer a = pattern(stride_a * (cs.batch - 1) + span(a_rows, a_cols, lda) + 1, 1);
+  const Buffer b = pattern(stride_b * (cs.batch - 1) + span(b_rows, b_cols, ldb) + 1, 2);
+  Buffer c = pattern(stride_c * (cs.batch - 1) + span(cs.M, cs.N, ldc) + 5, 3);
+  if (cs.beta == 0.0)
+    for (int64_t q = 0; q < cs.batch; ++q)
+      for (int64_t i = 0; i < cs.M; ++i)
+        for (int64_t j = 0; j < cs.N; ++j) c[static_cast<size_t>(q * stride_c + i * ldc + j)] = kNaN;
+  Buffer want = c;
+  reference_row_major(cs.trans_a, cs.trans_b, cs.M, cs.N, cs.K, cs.alpha, a.data(), lda, stride_a,
+                      b.data(), ldb, stride_b, cs.beta, want.data(), ldc, stride_c, cs.batch);
+  const auto on_device = [&](const Buffer& v) {
+    return from_vector<double>(v, {static_cast<int64_t>(v.size())}, kFloat64)
+        .to(dtype)
+        .to(Device::cuda(0));
+  };
+  const Tensor da = on_device(a), db = on_device(b), dc = on_device(c);
+  kernels::cuda::gemm_batched(dtype, cs.trans_a, cs.trans_b, cs.M, cs.N, cs.K, cs.alpha,
+                              da.raw_data(), lda, stride_a, db.raw_data(), ldb, stride_b, cs.beta,
+                              dc.raw_data(), ldc, stride_c, cs.batch);
+  const std::vector<double> got = dc.to_vector<double>();
+  INFO(dtype_name(dtype) << " trans_a " << cs.trans_a << " trans_b " << cs.trans_b << " M " << cs.M
+                         << " N " << cs.N << " K " << cs.K << " lda " << lda << " ldb " << ldb
+                         << " ldc " << ldc << " alpha " << cs.alpha << " beta " << cs.beta
+                         << " batch " << cs.batch);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(same(got[i], static_cast<double>(dtype == kFloat32 ? static_cast<float>(want[i]) : want[i])));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gemm tiled: ember's CUDA GEMM kernel computes every case of the plan tests",
+          "[cuda][gemm]") {
+  using namespace ember;
+  if (!cuda::is_available()) {
+    std::cout << "SKIPPED: no CUDA device: " << cuda::unavailable_reason() << "\n";
+    return;
+  }
+  const cuda::GemmBackend saved = cuda::gemm_backend();
+  cuda::set_gemm_backend(cuda::GemmBackend::Ember);
+  std::vector<Case> cases = transpose_cases();
+  for (const auto& more : {empty_depth_cases(), unused_ld_cases(), batch_cases()})
+    cases.insert(cases.end(), more.begin(), more.end());
+  // Several tiles in every direction (the float32 tile is 128 x 128, float64 64 x 64, 8 deep),
+  // ragged edges, and a batch of them.
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Case big;
+      big.trans_a = ta;
+      big.trans_b = tb;
+      big.M = 131;
+      big.N = 257;
+      big.K = 37;
+      big.pad = 1;
+      big.alpha = 0.5;
+      big.beta = -1.0;
+      cases.push_back(big);
+      big.M = 65;
+      big.N = 3;
+      big.K = 300;
+      big.batch = 2;
+      big.beta = 0.0;
+      cases.push_back(big);
+    }
+  for (DType dt : {kFloat64, kFloat32})
+    for (const Case& cs : cases) check_device_case(cs, dt);
+  cuda::set_gemm_backend(saved);
 }

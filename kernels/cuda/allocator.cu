@@ -29,10 +29,31 @@
 #include "core/error.h"
 #include "core/storage.h"
 #include "kernels/cuda/launch.cuh"
+#ifdef EMBER_CUDA_EMULATED
+#include "kernels/cuda/emulator/emulator.h"
+#endif
 
 namespace ember::cuda {
 
 namespace {
+
+// Which bytes of a block a live tensor owns. On a GPU these do nothing (compute-sanitizer only
+// knows whole cudaMalloc blocks); the emulator's memcheck uses them to report a read through a
+// stale pointer into a cached block, or past a tensor's end into the rest of its block.
+void memcheck_live(void* block, size_t bytes, size_t capacity) {
+#ifdef EMBER_CUDA_EMULATED
+  emu::mark_block_live(block, bytes, capacity);
+#else
+  (void)block, (void)bytes, (void)capacity;
+#endif
+}
+void memcheck_cached(void* block, size_t capacity) {
+#ifdef EMBER_CUDA_EMULATED
+  emu::mark_block_cached(block, capacity);
+#else
+  (void)block, (void)capacity;
+#endif
+}
 
 constexpr size_t kSmallLimit = size_t(1) << 20;
 
@@ -102,6 +123,7 @@ class CachingAllocator final : public Allocator {
       dc.reserved += static_cast<int64_t>(size);
     }
     if (dc.allocated > dc.peak) dc.peak = dc.allocated;
+    memcheck_live(ptr, nbytes, dc.live[ptr]);
     return ptr;
   }
 
@@ -113,6 +135,7 @@ class CachingAllocator final : public Allocator {
     if (it == dc.live.end()) return;  // not ours: cannot happen through Storage
     dc.allocated -= static_cast<int64_t>(it->second);
     dc.free_blocks.emplace(it->second, ptr);
+    memcheck_cached(ptr, it->second);
     dc.live.erase(it);
   }
 

@@ -382,33 +382,35 @@ std::string describe_code(const void* pc) {
   // Shared objects and position-independent executables are symbolised by offset.
   const auto* ehdr = static_cast<const ElfW(Ehdr)*>(info.dli_fbase);
   if (ehdr != nullptr && ehdr->e_type == ET_DYN) offset -= reinterpret_cast<uintptr_t>(info.dli_fbase);
-  std::string text;
-  const std::string cmd = "addr2line -C -f -i -e '" + std::string(info.dli_fname) + "' " + hex(offset) +
-                          " 2>/dev/null";
+  // addr2line -i prints (function, file:line) pairs from the innermost inlined call outwards;
+  // keep the source locations that are ember's (not the standard library's, not the
+  // emulator's own launch glue).
+  std::vector<std::string> where;
+  const std::string cmd = "addr2line -C -f -i -e '" + std::string(info.dli_fname) + "' " +
+                          hex(offset) + " 2>/dev/null";
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char line[4096];
-    std::vector<std::string> lines;
+    int n = 0;
     while (std::fgets(line, sizeof line, p)) {
       std::string l(line);
       while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
-      lines.push_back(l);
+      if (n++ % 2 == 0) continue;  // the function's name
+      const size_t disc = l.find(" (discriminator");
+      if (disc != std::string::npos) l = l.substr(0, disc);
+      if (l.rfind("??", 0) == 0 || l.rfind("/usr/", 0) == 0) continue;
+      l = relative_path(l.c_str());
+      if (l.rfind("kernels/cuda/emulator/", 0) == 0) continue;
+      if (where.empty() || where.back() != l) where.push_back(l);
     }
     pclose(p);
-    // Pairs of (function, file:line), innermost first.
-    for (size_t i = 0; i + 1 < lines.size() && i < 6; i += 2) {
-      std::string fn = lines[i];
-      if (fn.size() > 120) fn = fn.substr(0, 117) + "...";
-      std::string loc = lines[i + 1];
-      const size_t disc = loc.find(" (discriminator");
-      if (disc != std::string::npos) loc = loc.substr(0, disc);
-      text += (i == 0 ? "" : ", inlined into ") + relative_path(loc.c_str()) + " (" + fn + ")";
-    }
   }
-  if (text.empty() || text.rfind("??", 0) == 0) {
-    text = (info.dli_sname ? std::string(info.dli_sname) : std::string("?")) + " in " +
+  if (where.empty()) {
+    return (info.dli_sname ? std::string(info.dli_sname) : std::string("?")) + " in " +
            info.dli_fname + " +" + hex(offset) +
-           " (build with -DCMAKE_BUILD_TYPE=RelWithDebInfo for file and line)";
+           " (build with -DCMAKE_BUILD_TYPE=RelWithDebInfo for the source line)";
   }
+  std::string text = where[0];
+  for (size_t i = 1; i < where.size() && i < 3; ++i) text += (i == 1 ? ", called from " : ", from ") + where[i];
   return text;
 }
 
