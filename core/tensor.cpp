@@ -278,7 +278,7 @@ Tensor Tensor::pin_memory() const {
                 "pinned, this one is on ", device());
   if (is_pinned()) return *this;
   NoGradGuard no_grad;
-  Tensor out = empty(shape(), TensorOptions(dtype()).pinned_memory());
+  Tensor out = empty(shape(), TensorOptions(dtype()).device(Device::cpu()).pinned_memory());
   out.copy_(*this);
   if (requires_grad()) out.requires_grad_(true);
   return out;
@@ -507,7 +507,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOption
 // Fisher-Yates driven by Philox: the swap partner of position i comes from counter offset + i.
 Tensor randperm(int64_t n, const TensorOptions& o) {
   EMBER_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
-  Tensor t = empty({n}, kInt64);
+  Tensor t = empty({n}, TensorOptions(kInt64).device(Device::cpu()));  // filled on the host
   int64_t* p = t.data_ptr<int64_t>();
   std::iota(p, p + n, int64_t{0});
   Generator& g = default_generator();
@@ -534,7 +534,8 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape, const Tenso
   EMBER_CHECK(shape_numel(shape) == static_cast<int64_t>(values.size()), "from_vector: ",
               values.size(), " values do not fill shape ", shape_str(shape), " (",
               shape_numel(shape), " elements)");
-  Tensor src = empty(shape, TensorOptions(dtype_of<T>::value));
+  // Staged on the host whatever the default device is, then moved where the options say.
+  Tensor src = empty(shape, TensorOptions(dtype_of<T>::value).device(Device::cpu()));
   if (!values.empty()) std::memcpy(src.raw_data(), values.data(), values.size() * sizeof(T));
   Tensor r = src.to(o.dtype_).to(o.device_);
   if (o.requires_grad_) r.requires_grad_(true);

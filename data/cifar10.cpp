@@ -87,8 +87,9 @@ TensorDataset read_cifar10_batch(const std::string& path, int64_t expected_recor
                   "or the file is from another data set; download it again.\n" +
                   cifar10_download_hint());
   }
-  Tensor images = empty({n, 3, 32, 32}, kUInt8);
-  Tensor labels = empty({n}, kInt64);
+  // Host tensors whatever the default device is: the training loop moves batches with .to().
+  Tensor images = empty({n, 3, 32, 32}, TensorOptions(kUInt8).device(Device::cpu()));
+  Tensor labels = empty({n}, TensorOptions(kInt64).device(Device::cpu()));
   uint8_t* x = images.data_ptr<uint8_t>();
   int64_t* y = labels.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
@@ -129,8 +130,8 @@ TensorDataset read_batches(const std::string& folder, bool train) {
   const int64_t per_file = CIFAR10::kRecordsPerFile;
   const int64_t sample = CIFAR10::kRecordBytes - 1;
   const int64_t total = per_file * static_cast<int64_t>(names.size());
-  Tensor images = empty({total, 3, 32, 32}, kUInt8);
-  Tensor labels = empty({total}, kInt64);
+  Tensor images = empty({total, 3, 32, 32}, TensorOptions(kUInt8).device(Device::cpu()));
+  Tensor labels = empty({total}, TensorOptions(kInt64).device(Device::cpu()));
   for (size_t f = 0; f < names.size(); ++f) {
     const TensorDataset part =
         read_cifar10_batch((fs::path(folder) / names[f]).string(), per_file);

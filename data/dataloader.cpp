@@ -45,7 +45,7 @@ constexpr uint64_t kShuffleStream = 0x446174614C6F6164ULL;
 
 Tensor shuffled_order(int64_t n, uint64_t seed, int64_t epoch) {
   EMBER_CHECK(n >= 0, "shuffled_order: n must be non-negative, got ", n);
-  Tensor t = empty({n}, kInt64);
+  Tensor t = empty({n}, TensorOptions(kInt64).device(Device::cpu()));  // filled on the host
   int64_t* p = t.data_ptr<int64_t>();
   std::iota(p, p + n, int64_t{0});
   // Fisher-Yates: position i swaps with a uniform j in [0, i]. The random bits for position i

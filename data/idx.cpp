@@ -247,7 +247,8 @@ Tensor read_idx(const std::string& path, IdxKind kind) {
                " ends: the file is corrupt or its header is wrong");
   }
 
-  Tensor out = empty(Shape(dims.begin(), dims.end()), kUInt8);
+  // A host tensor whatever the default device is (filled by memcpy here).
+  Tensor out = empty(Shape(dims.begin(), dims.end()), TensorOptions(kUInt8).device(Device::cpu()));
   if (expected > 0) std::memcpy(out.raw_data(), bytes.data() + header, expected);
   return out;
 }

@@ -507,7 +507,7 @@ Tensor read_image(const std::string& path, int64_t height, int64_t width, bool g
   const std::string read_error = read_file_bytes(path, scratch.file);
   if (!read_error.empty()) throw IOError(path + ": " + read_error);
   const int c = grayscale ? 1 : 3;
-  Tensor out = empty({c, height, width}, kUInt8);
+  Tensor out = empty({c, height, width}, TensorOptions(kUInt8).device(Device::cpu()));
   const std::string why = decode_image(scratch.file.data(), scratch.file.size(), height, width, c,
                                        out.data_ptr<uint8_t>(), scratch);
   if (!why.empty()) throw IOError(path + ": " + why);

@@ -373,14 +373,16 @@ bool read_cache(const std::string& path, const Listing& listing, int64_t H, int6
   if (in.remaining() != n_images * (8 + sample) + 8) {
     throw CacheDamaged{"it is " + std::to_string(size) + " bytes, not the size its header gives"};
   }
-  hit.labels = empty({static_cast<int64_t>(n_images)}, kInt64);
+  // Host tensors whatever the default device is: they are filled from the file right here.
+  hit.labels = empty({static_cast<int64_t>(n_images)}, TensorOptions(kInt64).device(Device::cpu()));
   in.bytes(hit.labels.raw_data(), n_images * 8);
   const int64_t* y = hit.labels.data_ptr<int64_t>();
   for (uint64_t i = 0, k = 0; i < n_files; ++i) {
     if (!hit.status[i].ok) continue;
     if (y[k++] != listing.files[i].label) throw CacheDamaged{"its labels disagree with its files"};
   }
-  hit.images = empty({static_cast<int64_t>(n_images), C, H, W}, kUInt8);
+  hit.images = empty({static_cast<int64_t>(n_images), C, H, W},
+                     TensorOptions(kUInt8).device(Device::cpu()));
   in.bytes(hit.images.raw_data(), n_images * sample);
   const uint64_t expected = in.checksum();
   if (in.get<uint64_t>() != expected) throw CacheDamaged{"checksum mismatch"};
@@ -490,7 +492,7 @@ Tensor decode_all(const std::string& root, const Listing& listing, const ImageFo
                   int64_t C, int threads, std::vector<Status>& status) {
   const int64_t n = static_cast<int64_t>(listing.files.size());
   const int64_t sample = C * o.height * o.width;
-  Tensor images = empty({n, C, o.height, o.width}, kUInt8);
+  Tensor images = empty({n, C, o.height, o.width}, TensorOptions(kUInt8).device(Device::cpu()));
   uint8_t* base = images.data_ptr<uint8_t>();
   status.assign(static_cast<size_t>(n), Status{});
 
@@ -658,7 +660,7 @@ ImageFolder::Loaded ImageFolder::load(const std::string& root, const ImageFolder
     const int64_t n_ok = static_cast<int64_t>(labels.size());
     // A view of the first n_ok samples: the storage keeps the skipped files' few KB each.
     l.images = all.narrow(0, 0, n_ok);
-    l.labels = empty({n_ok}, kInt64);
+    l.labels = empty({n_ok}, TensorOptions(kInt64).device(Device::cpu()));
     std::copy(labels.begin(), labels.end(), l.labels.data_ptr<int64_t>());
   }
 

@@ -16,10 +16,18 @@
 #include <catch2/catch.hpp>
 
 #include "core/ember.h"
+#include "data/data.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
+#include "test_files.h"
+#ifdef EMBER_CUDA_EMULATED
+#include "kernels/cuda/emulator/emulator.h"
+#endif
 
 using namespace ember;
+using ember::test::Bytes;
+using ember::test::TempDir;
+using ember::test::write_bytes;
 
 namespace {
 
@@ -352,6 +360,47 @@ TEST_CASE("cuda device: set_default_device(\"cuda\") makes factories create CUDA
   }
   CHECK(default_device() == saved);
   CHECK(zeros({2}).device() == (saved.is_cuda() ? kCuda0 : Device::cpu()));
+}
+
+// With "cuda" as the default device, code that fills a tensor on the host must still create it
+// on the host: a TensorOptions naming only a dtype means the default device. Factories that go
+// through a host buffer (tensor, from_vector, linspace, randperm), pin_memory, the DataLoader's
+// shuffle and the data readers once wrote host data into device memory here — a crash on a GPU
+// machine. In the emulation build hostcheck makes that crash too.
+TEST_CASE("cuda device: with \"cuda\" as the default device, host-side work stays on the host",
+          "[cuda]") {
+  if (skip_without_gpu()) return;
+#ifdef EMBER_CUDA_EMULATED
+  struct HostCheck {
+    unsigned saved = emu::checks();
+    HostCheck() { emu::set_checks(saved | emu::kHostcheck); }
+    ~HostCheck() { emu::set_checks(saved); }
+  } hostcheck;
+#endif
+  TempDir dir;
+  // An IDX file of 3 labels, written before the default changes.
+  write_bytes(dir / "labels.idx", Bytes{0, 0, 8, 1, 0, 0, 0, 3, 7, 0, 9});
+  DefaultDeviceRestorer restore;
+  set_default_device(Device("cuda"));
+  CHECK(from_vector<int64_t>({4, 5, 6}, {3}, kInt64).to_vector<int64_t>() ==
+        std::vector<int64_t>{4, 5, 6});
+  CHECK(tensor({1.5, 2.5}).to_vector<double>() == std::vector<double>{1.5, 2.5});
+  CHECK(linspace(0.0, 1.0, 3).to_vector<double>() == std::vector<double>{0, 0.5, 1});
+  manual_seed(1);
+  const Tensor perm = randperm(6);
+  CHECK(perm.device() == kCuda0);
+  std::vector<int64_t> p = perm.to_vector<int64_t>();
+  std::sort(p.begin(), p.end());
+  CHECK(p == std::vector<int64_t>{0, 1, 2, 3, 4, 5});
+  const Tensor pinned = ones({4}, Device::cpu()).pin_memory();
+  CHECK(pinned.is_pinned());
+  CHECK(pinned.device().is_cpu());
+  const Tensor order = data::shuffled_order(5, 3, 0);
+  CHECK(order.device().is_cpu());
+  CHECK(order.numel() == 5);
+  const Tensor labels = data::read_idx(dir / "labels.idx");
+  CHECK(labels.device().is_cpu());
+  CHECK(labels.to_vector<uint8_t>() == std::vector<uint8_t>{7, 0, 9});
 }
 
 TEST_CASE("cuda device: *_like and new_* keep the device and the dtype", "[cuda]") {

@@ -13,14 +13,20 @@
 //              two different barriers, a warp collective whose mask names a lane that has exited
 //              or does not exist, a shuffle that reads a lane outside the mask;
 //   initcheck  a read of device memory that nothing has written since it was allocated (or
-//              handed to a new tensor), and of shared memory not written in this block.
+//              handed to a new tensor), and of shared memory not written in this block;
+//   hostcheck  host code that dereferences a device pointer (on a GPU machine that crashes; in
+//              the emulator device memory is host memory, so it would silently work): the
+//              device memory is kept inaccessible (mprotect) except while the emulator itself
+//              runs a kernel or a copy, and the crash names the address. It costs a page-table
+//              update per launch, so it is off unless asked for. Under AddressSanitizer it is
+//              always on, and free: device memory is poisoned for ASan.
 // A report names the checker, the kernel and its launch site, the block and thread, the address
 // and what lies there, and the source line of the access. The launch then fails like a faulting
 // kernel on a GPU (cudaErrorIllegalAddress, cudaErrorMisalignedAddress or
 // cudaErrorLaunchFailure), which ember raises as a DeviceError carrying the report.
 //
-// EMBER_EMULATOR_CHECKS=memcheck,racecheck,synccheck,initcheck (or all, or none) chooses them
-// when the program starts; the default is all but initcheck. memcheck, racecheck and initcheck
+// EMBER_EMULATOR_CHECKS=memcheck,racecheck,synccheck,initcheck,hostcheck (or all, or none)
+// chooses them when the program starts; the default is memcheck, racecheck and synccheck. memcheck, racecheck and initcheck
 // watch memory accesses, which needs the kernels compiled with the emulator's instrumentation
 // (the CMake option EMBER_EMULATOR_INSTRUMENT, on by default); synccheck always works.
 #pragma once
@@ -37,7 +43,8 @@ enum Check : unsigned {
   kRacecheck = 1u << 1,
   kSynccheck = 1u << 2,
   kInitcheck = 1u << 3,
-  kAllChecks = kMemcheck | kRacecheck | kSynccheck | kInitcheck,
+  kHostcheck = 1u << 4,
+  kAllChecks = kMemcheck | kRacecheck | kSynccheck | kInitcheck | kHostcheck,
 };
 
 // The checkers in force (a mask of Check), and changing them for the launches that follow.

@@ -149,6 +149,16 @@ std::string describe_code(const void* pc);
 // Copies that the host's AddressSanitizer (if the program has one) does not intercept.
 void raw_copy(void* dst, const void* src, size_t n);
 void raw_fill(void* dst, int value, size_t n);
+// hostcheck: while a HostWindow lives, the emulator may touch device memory; outside all of them
+// the device arenas are inaccessible to the host (when hostcheck is on).
+struct HostWindow {
+  HostWindow();
+  ~HostWindow();
+  HostWindow(const HostWindow&) = delete;
+  HostWindow& operator=(const HostWindow&) = delete;
+};
+void set_host_protection(bool on);
+extern Globals* g_globals;
 // Tells the host's AddressSanitizer (if any) that host code must not touch [p, p + n).
 void host_poison(const void* p, size_t n);
 void host_unpoison(const void* p, size_t n);

@@ -15,6 +15,7 @@
 // program runs under AddressSanitizer: then every block is poisoned for the host as it is
 // allocated, the emulator's own copies go around ASan (raw_copy), and a host access reports
 // "use-after-poison" on a device address, which checks.cpp explains.
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -333,6 +334,7 @@ Globals& globals() {
     return g;
   }();
   g_globals = g;
+  if (checks() & kHostcheck) set_host_protection(true);
   return *g;
 }
 
@@ -362,12 +364,93 @@ void publish_report(const std::string& report) {
   if (!globals().quiet) std::fprintf(stderr, "%s\n", report.c_str());
 }
 
+// ---- hostcheck: device memory out of the host's reach ------------------------------------------
+// With hostcheck on, the device arenas are PROT_NONE whenever the emulator is not itself touching
+// them (a HostWindow: a kernel running, a copy, a fill), so host code that dereferences a device
+// pointer faults, as it would on a GPU machine, and the SIGSEGV handler says what happened.
+
+namespace {
+std::mutex g_window_mu;
+int g_window_depth = 0;
+bool g_protect = false;  // hostcheck on
+struct sigaction g_previous_segv;
+
+void protect_now(bool inaccessible) {
+  Globals& g = globals();
+  if (g.device_span == 0) return;
+  mprotect(reinterpret_cast<void*>(g.device_lo), g.device_span,
+           inaccessible ? PROT_NONE : PROT_READ | PROT_WRITE);
+}
+
+void on_segv(int sig, siginfo_t* info, void* context) {
+  Globals* g = g_globals;
+  const auto a = reinterpret_cast<uintptr_t>(info->si_addr);
+  if (g != nullptr && a - g->device_lo < g->device_span) {
+    char msg[512];
+    const int n = std::snprintf(
+        msg, sizeof msg,
+        "ember emulator: hostcheck: host code touched device memory at 0x%llx. On a GPU machine "
+        "this crashes too: a device pointer cannot be dereferenced on the host; copy the data with "
+        "cudaMemcpy (Tensor::cpu(), Tensor::to) instead. The crash's backtrace shows where.\n",
+        static_cast<unsigned long long>(a));
+    if (n > 0) (void)!write(2, msg, static_cast<size_t>(n));
+    // Returning re-runs the access, which now goes to whoever handled SIGSEGV before (a test
+    // runner's report), or ends the process.
+    sigaction(SIGSEGV, &g_previous_segv, nullptr);
+    return;
+  }
+  // Not ours: whoever handled SIGSEGV before.
+  if (g_previous_segv.sa_flags & SA_SIGINFO) {
+    if (g_previous_segv.sa_sigaction != nullptr) g_previous_segv.sa_sigaction(sig, info, context);
+    return;
+  }
+  if (g_previous_segv.sa_handler == SIG_IGN) return;
+  if (g_previous_segv.sa_handler != SIG_DFL && g_previous_segv.sa_handler != nullptr) {
+    g_previous_segv.sa_handler(sig);
+    return;
+  }
+  signal(SIGSEGV, SIG_DFL);
+}
+}  // namespace
+
+void set_host_protection(bool on) {
+  std::lock_guard<std::mutex> lock(g_window_mu);
+  if (on == g_protect) return;
+  g_protect = on;
+  // The handler goes in when hostcheck is turned on (after whatever a test runner installed, so
+  // that it can chain to it) and out when it is turned off, if it is still the one in place.
+  struct sigaction current {};
+  sigaction(SIGSEGV, nullptr, &current);
+  const bool ours = (current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_segv;
+  if (on && !ours) {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &g_previous_segv);
+  } else if (!on && ours) {
+    sigaction(SIGSEGV, &g_previous_segv, nullptr);
+  }
+  if (g_window_depth == 0) protect_now(on);
+}
+
+HostWindow::HostWindow() {
+  std::lock_guard<std::mutex> lock(g_window_mu);
+  if (g_window_depth++ == 0 && g_protect) protect_now(false);
+}
+
+HostWindow::~HostWindow() {
+  std::lock_guard<std::mutex> lock(g_window_mu);
+  if (--g_window_depth == 0 && g_protect) protect_now(true);
+}
+
 // ---- copies around AddressSanitizer ----------------------------------------------------------------
 // Under ASan, memcpy and memset are intercepted and would report the emulator's own writes into
 // device memory (which is poisoned for the host). These loops are not recognised as memcpy
 // (this file is compiled with -fno-tree-loop-distribute-patterns) and are not instrumented.
 
 void raw_copy(void* dst, const void* src, size_t n) {
+  HostWindow window;
   auto* d = static_cast<unsigned char*>(dst);
   const auto* s = static_cast<const unsigned char*>(src);
   if (d == s || n == 0) return;
@@ -385,6 +468,7 @@ void raw_copy(void* dst, const void* src, size_t n) {
 }
 
 void raw_fill(void* dst, int value, size_t n) {
+  HostWindow window;
   auto* d = static_cast<unsigned char*>(dst);
   unsigned char pattern[16];
   for (unsigned char& c : pattern) c = static_cast<unsigned char>(value);
@@ -407,7 +491,10 @@ using namespace detail;
 // ---- the public control API (emulator.h) ----------------------------------------------------------
 
 unsigned checks() { return globals().checks.load(std::memory_order_relaxed); }
-void set_checks(unsigned mask) { globals().checks.store(mask & kAllChecks); }
+void set_checks(unsigned mask) {
+  globals().checks.store(mask & kAllChecks);
+  set_host_protection((mask & kHostcheck) != 0);
+}
 
 unsigned parse_checks(const std::string& words) {
   unsigned mask = 0;
@@ -422,12 +509,13 @@ unsigned parse_checks(const std::string& words) {
     else if (w == "racecheck") mask |= kRacecheck;
     else if (w == "synccheck") mask |= kSynccheck;
     else if (w == "initcheck") mask |= kInitcheck;
+    else if (w == "hostcheck") mask |= kHostcheck;
     else if (w == "all") mask |= kAllChecks;
     else if (w == "none" || w.empty()) mask |= 0;
     else
       throw std::invalid_argument("EMBER_EMULATOR_CHECKS: unknown checker '" + w +
-                                  "' (known: memcheck, racecheck, synccheck, initcheck, all, "
-                                  "none; separate them with commas)");
+                                  "' (known: memcheck, racecheck, synccheck, initcheck, "
+                                  "hostcheck, all, none; separate them with commas)");
     start = comma + 1;
   }
   return mask;

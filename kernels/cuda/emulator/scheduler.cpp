@@ -705,7 +705,10 @@ void run_grid(const LaunchConfig& config, void (*body)(void*), void* closure, co
   g.threads_per_block = static_cast<uint64_t>(config.block.x) * config.block.y * config.block.z;
   if (!tls_host_worker) tls_host_worker = std::make_unique<Worker>();
   const auto start = std::chrono::steady_clock::now();
-  pool().run(g, *tls_host_worker);
+  {
+    HostWindow window;  // the kernel may touch device memory (hostcheck)
+    pool().run(g, *tls_host_worker);
+  }
   g_kernel_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::steady_clock::now() - start).count(),
                         std::memory_order_relaxed);
