@@ -359,7 +359,8 @@ TEST_CASE("pool2d: CUDA matches the CPU bit for bit", "[pool2d][cuda]") {
     Pool2dOptions o;
   };
   const std::vector<Geometry> geometries = {
-      {{100, 32, 46, 46}, pool({2, 2})},                   // cats vs dogs, first pool
+      // cats vs dogs, first pool (a batch of 20 instead of 100 in the emulation build)
+      {{cuda::is_emulated() ? 20 : 100, 32, 46, 46}, pool({2, 2})},
       {{3, 2, 1023, 65}, pool({3, 3}, {2, 2}, {1, 1})},    // long planes, odd sizes
       {{1, 1, 1, 1}, pool({1, 1})},
       {{7, 3, 5, 5}, pool({2, 3}, {1, 2}, {1, 1})},

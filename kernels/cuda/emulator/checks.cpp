@@ -111,7 +111,7 @@ std::string access_words(bool write, size_t n) {
 // ---- device memory ---------------------------------------------------------------------------------
 
 void device_access(Thread* t, uintptr_t a, size_t n, bool write, bool aligned, const void* pc) {
-  Globals& g = globals();
+  Globals& g = *g_globals;
   const unsigned checks = t->checks;
   const int d = static_cast<int>((a - g.device_lo) / g.device_capacity);
   const int mine = t->block->grid->device;
@@ -186,45 +186,49 @@ std::string thread_name(const BlockRun& b, uint32_t linear) {
 
 // Racecheck (and initcheck of shared memory) keep one cell per 4-byte word, the width of a
 // shared-memory bank: two threads writing different bytes of one word between barriers count as
-// a hazard. `word` is the index of the first word the access touches.
-void shared_access(Thread* t, RaceCell* cells, uintptr_t a, size_t n, bool write, const void* pc) {
+// a hazard. `cells` (and `pcs`) start at the first word the access touches.
+void shared_access(Thread* t, RaceCell* cells, const void** pcs, uintptr_t a, size_t n, bool write,
+                   const void* pc) {
   BlockRun& b = *t->block;
   const unsigned checks = t->checks;
   const uint32_t me = t->linear;
-  const uint32_t epoch = b.epoch;
-  const uint32_t wepoch = b.warps[t->warp].epoch;
+  const uint16_t me1 = static_cast<uint16_t>(me + 1);
+  const auto serial = static_cast<uint32_t>(b.serial);
+  const auto epoch = static_cast<uint16_t>(b.epoch);
+  const auto wepoch = static_cast<uint16_t>(b.warps[t->warp].epoch);
   const size_t words = ((a + n - 1) >> 2) - (a >> 2) + 1;
   for (size_t i = 0; i < words; ++i) {
     RaceCell& c = cells[i];
     const uintptr_t at = ((a >> 2) + i) << 2;
-    if (c.serial != b.serial) c = RaceCell{b.serial, nullptr, 0, 0, 0, 0, 0, 0, 0};
+    if (c.serial != serial) c = RaceCell{serial, 0, 0, 0, 0, 0, 0};
     if (write) {
       if (checks & kRacecheck) {
-        if (c.writer != 0 && c.writer - 1u != me &&
+        if (c.writer != 0 && c.writer != me1 &&
             !ordered(c.write_epoch, c.write_warp_epoch, c.writer - 1u, epoch, wepoch, me)) {
           report(t, cudaErrorLaunchFailure,
                  "racecheck: write-after-write hazard on shared memory at " + hex(at) +
                      ": thread " + thread_name(b, me) + " writes the word that thread " +
-                     thread_name(b, c.writer - 1u) + " wrote at " + describe_code(c.write_pc) +
+                     thread_name(b, c.writer - 1u) + " wrote at " + describe_code(pcs[i]) +
                      ", with no __syncthreads between them",
                  pc);
         }
-        if (c.readers != 0 && c.read_epoch == epoch && (c.readers > 1 || c.reader - 1u != me) &&
-            (c.readers > 1 ||
+        if (c.reader != 0 && c.reader != me1 && c.read_epoch == epoch &&
+            (c.reader == kSeveral ||
              !ordered(c.read_epoch, c.read_warp_epoch, c.reader - 1u, epoch, wepoch, me))) {
           report(t, cudaErrorLaunchFailure,
-                 "racecheck: write-after-read hazard on shared memory at " + hex(at) +
-                     ": thread " + thread_name(b, me) + " overwrites a word that thread " +
-                     thread_name(b, c.reader - 1u) + (c.readers > 1 ? " (and others)" : "") +
+                 "racecheck: write-after-read hazard on shared memory at " + hex(at) + ": thread " +
+                     thread_name(b, me) + " overwrites a word that " +
+                     (c.reader == kSeveral ? std::string("several threads")
+                                           : "thread " + thread_name(b, c.reader - 1u)) +
                      " read since the last __syncthreads: it may not have read it yet on a GPU",
                  pc);
         }
       }
-      c.writer = static_cast<uint16_t>(me + 1);
+      c.writer = me1;
       c.write_epoch = epoch;
       c.write_warp_epoch = wepoch;
-      c.write_pc = pc;
-      c.readers = 0;
+      c.reader = 0;
+      pcs[i] = pc;
     } else {
       if (c.writer == 0 && (checks & kInitcheck)) {
         report(t, cudaErrorLaunchFailure,
@@ -232,22 +236,21 @@ void shared_access(Thread* t, RaceCell* cells, uintptr_t a, size_t n, bool write
                    " that no thread of this block has written",
                pc);
       }
-      if ((checks & kRacecheck) && c.writer != 0 && c.writer - 1u != me &&
+      if ((checks & kRacecheck) && c.writer != 0 && c.writer != me1 &&
           !ordered(c.write_epoch, c.write_warp_epoch, c.writer - 1u, epoch, wepoch, me)) {
         report(t, cudaErrorLaunchFailure,
                "racecheck: read-after-write hazard on shared memory at " + hex(at) +
                    ": thread " + thread_name(b, me) + " reads the word that thread " +
-                   thread_name(b, c.writer - 1u) + " wrote at " + describe_code(c.write_pc) +
+                   thread_name(b, c.writer - 1u) + " wrote at " + describe_code(pcs[i]) +
                    ", with no __syncthreads between them (on a GPU it may read the old value)",
                pc);
       }
-      if (c.readers == 0 || c.read_epoch != epoch) {
-        c.reader = static_cast<uint16_t>(me + 1);
-        c.readers = 1;
+      if (c.reader == 0 || c.read_epoch != epoch) {
+        c.reader = me1;
         c.read_epoch = epoch;
         c.read_warp_epoch = wepoch;
-      } else if (c.readers == 1 && c.reader - 1u != me) {
-        c.readers = 2;
+      } else if (c.reader != me1 && c.reader != kSeveral) {
+        c.reader = kSeveral;
       }
     }
   }
@@ -257,7 +260,7 @@ void shared_access(Thread* t, RaceCell* cells, uintptr_t a, size_t n, bool write
 
 __attribute__((noinline)) void check(Thread* t, uintptr_t a, size_t n, bool write, bool aligned,
                                      const void* pc) {
-  Globals& g = globals();
+  Globals& g = *g_globals;  // set before any kernel runs
   if (a - g.device_lo < g.device_span) {
     device_access(t, a, n, write, aligned, pc);
     return;
@@ -267,7 +270,8 @@ __attribute__((noinline)) void check(Thread* t, uintptr_t a, size_t n, bool writ
   if (a - w.tls_lo < w.tls_size) {
     if (t->checks & (kRacecheck | kInitcheck)) {
       const size_t m = std::min<size_t>(n, w.tls_lo + w.tls_size - a);
-      shared_access(t, w.race.data() + ((a - w.tls_lo) >> 2), a, m, write, pc);
+      const size_t word = (a - w.tls_lo) >> 2;
+      shared_access(t, w.race.data() + word, w.write_pcs.data() + word, a, m, write, pc);
     }
     return;
   }
@@ -305,11 +309,48 @@ __attribute__((noinline)) void check(Thread* t, uintptr_t a, size_t n, bool writ
          pc);
 }
 
+// The hot path, inlined into every hook: the thread's own stack, shared memory, and an access to
+// initialised bytes of the kernel's own device are decided here; everything else (and every
+// report) goes through check().
 inline void hook(void* p, size_t n, bool write, bool aligned, const void* pc) {
   Thread* t = tls_thread;
   if (t == nullptr || !t->checking) return;
   const auto a = reinterpret_cast<uintptr_t>(p);
   if (a - t->stack_lo < t->stack_size) return;  // the thread's own stack: nothing to check
+  if (a - t->own_lo < t->own_size && (!aligned || (a & (n - 1)) == 0)) {
+    uint8_t* sh = t->own_shadow + (a - t->own_lo);
+    constexpr uint64_t kAllInit = 0x1111111111111111ull;
+    uint64_t v8 = 0;
+    uint32_t v4 = 0;
+    switch (n) {
+      case 16: {
+        uint64_t w0, w1;
+        std::memcpy(&w0, sh, 8);
+        std::memcpy(&w1, sh + 8, 8);
+        if (w0 == kAllInit && w1 == kAllInit) return;
+        break;
+      }
+      case 8:
+        std::memcpy(&v8, sh, 8);
+        if (v8 == kAllInit) return;
+        break;
+      case 4:
+        std::memcpy(&v4, sh, 4);
+        if (v4 == static_cast<uint32_t>(kAllInit)) return;
+        break;
+      default:
+        break;
+    }
+  }
+  if (a - t->tls_lo < t->tls_size &&
+      a - reinterpret_cast<uintptr_t>(&tls_coordinates) >= sizeof(Coordinates)) {
+    if (t->checks & (kRacecheck | kInitcheck)) {
+      const size_t m = std::min<size_t>(n, t->tls_lo + t->tls_size - a);
+      const size_t word = (a - t->tls_lo) >> 2;
+      shared_access(t, t->race + word, t->write_pcs + word, a, m, write, pc);
+    }
+    return;
+  }
   check(t, a, n, write, aligned, pc);
 }
 
@@ -444,12 +485,14 @@ void init_worker_tls(Worker& w) {
     w.tls_lo = 1;
     w.tls_size = 1;
     w.race.assign(1, RaceCell{});
+    w.write_pcs.assign(1, nullptr);
     return;
   }
   // The cells are indexed by word from tls_lo, which thread_local alignment keeps 4-byte aligned.
   w.tls_lo = f.lo;
   w.tls_size = f.size;
   w.race.assign(f.size / 4 + 2, RaceCell{});
+  w.write_pcs.assign(f.size / 4 + 2, nullptr);
 }
 
 // Atomics are checked like stores (they read and write); racecheck leaves them alone, since

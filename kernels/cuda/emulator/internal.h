@@ -182,6 +182,14 @@ struct Thread {
   size_t stack_size = 0;
   bool checking = false;       // inside the kernel's own code (after its parameters are copied)
   unsigned checks = 0;         // the grid's checkers
+  // Copies of what the hooks' fast paths compare against (no pointer chasing per access):
+  uintptr_t own_lo = 0;        // this kernel's device's memory [own_lo, own_lo + own_size)
+  size_t own_size = 0;
+  uint8_t* own_shadow = nullptr;  // its shadow byte for own_lo
+  uintptr_t tls_lo = 0;        // the worker's shared memory (thread_local block)
+  size_t tls_size = 0;
+  struct RaceCell* race = nullptr;
+  const void** write_pcs = nullptr;
   uint32_t linear = 0;         // index within the block
   uint32_t warp = 0, lane = 0;
   BlockRun* block = nullptr;
@@ -230,15 +238,18 @@ struct BlockRun {
   char* dynamic_shared = nullptr;
 };
 
-// Racecheck's record of the last accesses to one byte of shared memory in this block.
+// Racecheck's record of the last accesses to one 4-byte word of shared memory in this block,
+// 16 bytes: the block it belongs to (a cell of another block means "untouched here"), the last
+// writer and reader (thread index + 1; 0 none; kSeveral for "more than one reader") and when
+// they came (the block's barrier count and the warp's collective count, modulo 2^16). The
+// writer's code address is kept beside, in Worker::write_pcs, for the report.
 struct RaceCell {
-  uint64_t serial;         // the block these entries belong to (else: never touched in it)
-  const void* write_pc;
-  uint32_t write_epoch, read_epoch;
-  uint32_t write_warp_epoch, read_warp_epoch;
-  uint16_t writer, reader; // thread index + 1 (0: none)
-  uint8_t readers;         // 0, 1, or 2 meaning "several"
+  uint32_t serial;
+  uint16_t writer, reader;
+  uint16_t write_epoch, read_epoch;
+  uint16_t write_warp_epoch, read_warp_epoch;
 };
+constexpr uint16_t kSeveral = 0xffff;
 
 struct Worker {
   int id = 0;
@@ -248,6 +259,7 @@ struct Worker {
   uintptr_t tls_lo = 0;    // this CPU thread's copy of the module's thread_local storage,
   size_t tls_size = 0;     // where the blocks' __shared__ variables live
   std::vector<RaceCell> race;
+  std::vector<const void*> write_pcs;
   uint64_t next_serial = 1;
   int64_t switches = 0;
   BlockRun block;

@@ -323,10 +323,19 @@ void run_block(Worker& w, Grid& g, uint64_t linear) {
     const uint32_t lanes = std::min<uint32_t>(32, n - k * 32);
     b.warps[k].existing = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1);
   }
+  Globals& gl = globals();
+  Arena& own = *gl.devices[static_cast<size_t>(g.device)]->arena;
   for (uint32_t i = 0; i < n; ++i) {
     Thread& t = b.threads[i];
     t.stack_lo = 0;
     t.stack_size = 0;
+    t.own_lo = reinterpret_cast<uintptr_t>(own.base());
+    t.own_size = own.capacity();
+    t.own_shadow = own.shadow();
+    t.tls_lo = w.tls_lo;
+    t.tls_size = w.tls_size;
+    t.race = w.race.data();
+    t.write_pcs = w.write_pcs.data();
     t.checking = false;
     t.checks = g.checks;
     t.linear = i;
