@@ -221,6 +221,36 @@ TEST_CASE("emulator: a non-blocking copy into pinned memory lands at the next sy
   REQUIRE(cudaFreeHost(pinned) == cudaSuccess);
 }
 
+TEST_CASE("emulator: __device__ variables and the symbol copies", "[emulator]") {
+  int v[4] = {1, 2, 3, 4};
+  REQUIRE(ember_test::symbol_roundtrip(v) == cudaSuccess);
+  CHECK(v[0] == 10);
+  CHECK(v[1] == 21);
+  CHECK(v[2] == 32);
+  CHECK(v[3] == 43);
+}
+
+TEST_CASE("emulator: events complete in stream order and time the work between them",
+          "[emulator]") {
+  cudaEvent_t start = nullptr, stop = nullptr, untimed = nullptr;
+  REQUIRE(cudaEventCreate(&start) == cudaSuccess);
+  REQUIRE(cudaEventCreate(&stop) == cudaSuccess);
+  REQUIRE(cudaEventCreateWithFlags(&untimed, cudaEventDisableTiming) == cudaSuccess);
+  DeviceBuffer<float> b(1 << 20);
+  REQUIRE(cudaEventRecord(start, nullptr) == cudaSuccess);
+  REQUIRE(ember_test::launch_fill(b.p, 1 << 20, 1.0f) == cudaSuccess);
+  REQUIRE(cudaEventRecord(stop, nullptr) == cudaSuccess);
+  REQUIRE(cudaEventRecord(untimed, nullptr) == cudaSuccess);
+  REQUIRE(cudaEventSynchronize(stop) == cudaSuccess);
+  CHECK(cudaEventQuery(stop) == cudaSuccess);
+  float ms = -1.0f;
+  CHECK(cudaEventElapsedTime(&ms, start, stop) == cudaSuccess);
+  CHECK(ms >= 0.0f);
+  CHECK(cudaEventElapsedTime(&ms, start, untimed) == cudaErrorInvalidResourceHandle);
+  CHECK(cudaGetLastError() == cudaErrorInvalidResourceHandle);
+  for (cudaEvent_t e : {start, stop, untimed}) REQUIRE(cudaEventDestroy(e) == cudaSuccess);
+}
+
 TEST_CASE("emulator: device memory runs out at its emulated size", "[emulator]") {
   size_t free_b = 0, total = 0;
   REQUIRE(cudaMemGetInfo(&free_b, &total) == cudaSuccess);

@@ -102,6 +102,14 @@ __global__ void rounding_kernel(float* f, double* d, unsigned* u) {
   u[0] = __umulhi(u[1], u[2]);
 }
 
+// A __device__ variable: one per program in the emulator (see docs/emulator.md).
+__device__ int g_symbol[4];
+
+__global__ void symbol_kernel() {
+  const int t = static_cast<int>(threadIdx.x);
+  g_symbol[t] = g_symbol[t] * 10 + t;
+}
+
 // ---- planted bugs --------------------------------------------------------------------------------
 
 // Writes out[0..n], one element past the end: thread n % 256 of the block makes the bad write.
@@ -181,6 +189,18 @@ int launch_fill(float* out, int64_t n, float value) {
 int launch_rounding(float* f, double* d, unsigned* u) {
   EMBER_LAUNCH(1, 1, 0, stream(), rounding_kernel)(f, d, u);
   return last_error();
+}
+
+int symbol_roundtrip(int* host4) {
+  cudaError_t e = cudaMemcpyToSymbol(g_symbol, host4, 4 * sizeof(int));
+  if (e != cudaSuccess) return static_cast<int>(e);
+  EMBER_LAUNCH(1, 4, 0, stream(), symbol_kernel)();
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return static_cast<int>(e);
+  void* address = nullptr;
+  e = cudaGetSymbolAddress(&address, g_symbol);
+  if (e != cudaSuccess || address != static_cast<void*>(g_symbol)) return static_cast<int>(cudaErrorInvalidSymbol);
+  return static_cast<int>(cudaMemcpyFromSymbol(host4, g_symbol, 4 * sizeof(int)));
 }
 
 int plant_out_of_bounds(float* out, int64_t n) {

@@ -22,6 +22,7 @@ int launch_with_config(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsig
                        unsigned bz, unsigned shared_bytes);  // an empty kernel
 int launch_fill(float* out, int64_t n, float value);  // grid-stride fill, kBlock threads
 int launch_rounding(float* f, double* d, unsigned* u);  // the _rn intrinsics, see kernels.cu
+int symbol_roundtrip(int* host4);  // host4 -> __device__ int[4] -> x * 10 + t -> host4
 
 // ---- planted bugs: each launch must fail with a report naming kernel, block, thread, address ----
 int plant_out_of_bounds(float* out, int64_t n);   // writes out[n] too (one past the end)
