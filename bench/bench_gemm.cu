@@ -4,7 +4,9 @@
 // The product is row-major C[M, N] = A[M, K] @ B[K, N] in float32 (alpha = 1, beta = 0). The
 // kernels are the lessons, one file each under bench/gemm/ (bench/gemm/README.md is the index):
 //   01 naive, 02 coalesced, 03 shared-memory tiles, 04 1-D register tiles, 05 2-D register
-//   tiles, 06 vectorized (float4) loads, 07 warp tiles + double buffering, 08 TF32 tensor cores.
+//   tiles, 06 vectorized (float4) loads, 07 warp tiles + double buffering, 08 TF32 tensor cores;
+//   and 09, ember's own matmul kernel (kernels/cuda/gemm_tiled.cu: rung 07 made complete for
+//   transposes, leading dimensions, batches and float64), which set_gemm_backend(Ember) selects.
 // "Kernel 0" is cuBLAS, twice: cublasSgemm (FP32, the reference for rungs 01-07) and
 // cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 (the reference for rung 08), both called with
 // the row-major-as-column-major swap written out in kernels/cuda/gemm_plan.h.
@@ -60,6 +62,7 @@
 #include "bench/harness.h"
 #include "core/cuda.h"
 #include "core/error.h"
+#include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemm_plan.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -77,6 +80,13 @@ struct Rung {
   bool tf32;  // validated against cuBLAS TF32 instead of FP32
 };
 
+// Rung 09: the kernel behind ember's matmul with set_gemm_backend(GemmBackend::Ember), called
+// through its entry point as matmul calls it (it launches on ember's stream, which is `stream`).
+void launch_ember(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t) {
+  ember::kernels::cuda::gemm_tiled(ember::DType::Float32, false, false, M, N, K, 1.0, A, K, 0, B, N,
+                                   0, 0.0, C, N, 0, 1);
+}
+
 const Rung kRungs[] = {
     {1, "01 naive", gemm::launch_01, false},
     {2, "02 coalesced", gemm::launch_02, false},
@@ -86,6 +96,7 @@ const Rung kRungs[] = {
     {6, "06 vectorized", gemm::launch_06, false},
     {7, "07 warp tiles", gemm::launch_07, false},
     {8, "08 tf32 wmma", gemm::launch_08, true},
+    {9, "09 ember gemm_tiled", launch_ember, false},
 };
 
 // Tolerances: |got - ref| <= rtol * (|ref| + sqrt(K)) (see the top of the file).
@@ -337,7 +348,7 @@ int run(int argc, char** argv) {
   CLI::App app{"ember bench_gemm: the SGEMM ladder (bench/gemm/) against cuBLAS FP32 and TF32"};
   std::vector<int> sizes;
   std::string shapes = "all";
-  std::vector<int> kernels = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::vector<int> kernels = {1, 2, 3, 4, 5, 6, 7, 8, 9};
   std::string json;
   bool quick = false;
   int device = 0;
@@ -346,8 +357,8 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(1, 65536));
   app.add_option("--shapes", shapes, "which shapes: all, squares or mnist")
       ->check(CLI::IsMember({"all", "squares", "mnist"}));
-  app.add_option("--kernels", kernels, "rungs to run, 1-8 (cuBLAS always runs)")
-      ->check(CLI::Range(1, 8));
+  app.add_option("--kernels", kernels, "rungs to run, 1-9 (cuBLAS always runs)")
+      ->check(CLI::Range(1, 9));
   app.add_option("--json", json, "also write the tables to this JSON file");
   app.add_flag("--quick", quick, "a short run: fewer timed runs, sizes 1024 and 2048");
   app.add_option("--device", device, "the GPU to run on")->check(CLI::NonNegativeNumber);
@@ -404,8 +415,8 @@ int run(int argc, char** argv) {
     failed = failed || r.failed;
     const double best_pct = r.best_rung ? 100.0 * r.cublas_ms / r.best_ms : -1.0;
     const double tf32_pct = r.tf32_rung_ms > 0 ? 100.0 * r.cublas_tf32_ms / r.tf32_rung_ms : -1.0;
-    // ember's matmul always calls cuBLAS; a rung would only be worth wiring in where it wins.
-    std::string path = "cuBLAS";
+    // ember's matmul calls cuBLAS unless set_gemm_backend(Ember) selects rung 09.
+    std::string path = "cuBLAS (rung 09 with GemmBackend::Ember)";
     if (best_pct > 100.0) path += " (rung " + rung_name(r.best_rung).substr(0, 2) + " is faster here; not wired in)";
     summary.add_row({s.label(), s.what, r.best_rung ? rung_name(r.best_rung) : "-",
                      best_pct >= 0 ? eb::fmt(best_pct, 1) : "-",
