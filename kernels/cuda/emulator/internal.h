@@ -264,6 +264,11 @@ struct Worker {
   int64_t switches = 0;
   BlockRun block;
   std::vector<char> dynamic_shared;
+
+  Worker() = default;
+  ~Worker();  // unmaps the stacks (a host thread that launched kernels has ended)
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
 };
 
 struct Grid {

@@ -62,6 +62,11 @@ Stack new_stack() {
   return Stack{static_cast<char*>(p) + page, kStackBytes};
 }
 
+void free_stack(const Stack& s) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  munmap(s.lo - page, s.size + page);
+}
+
 std::string dim_str(uint3 v) {
   return "(" + std::to_string(v.x) + "," + std::to_string(v.y) + "," + std::to_string(v.z) + ")";
 }
@@ -171,6 +176,10 @@ std::string thread_list(const BlockRun& b, ThreadState state, size_t limit = 8) 
 }
 
 }  // namespace
+
+Worker::~Worker() {
+  for (const Stack& s : stacks) free_stack(s);
+}
 
 void record_fault(Grid& g, cudaError_t error, const std::string& text) {
   std::lock_guard<std::mutex> lock(g.fault_mu);
