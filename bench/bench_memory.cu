@@ -265,28 +265,29 @@ Prepared prepare_softmax(int64_t bytes) {
 }
 
 // cross_entropy (mean over rows) forward + backward, logits [N, 1000], int64 targets [N]:
-//   forward   reads logits (S) and targets (8N), writes loss and lse (8N), and the 0-d mean
-//   backward  reads logits (S), targets (8N) and lse (4N), writes dlogits (S)
-// = 3S + 28N bytes. (A fused implementation needs no more: the backward recomputes the softmax
-// from the saved log-sum-exp instead of storing it.)
+//   forward   reads logits (S) and targets (8N), writes loss and the row stats (12N: max and
+//             log-sum per row), and the 0-d mean
+//   backward  reads logits (S), targets (8N) and the stats (8N), writes dlogits (S)
+// = 3S + 36N bytes. (A fused implementation needs no more: the backward recomputes the softmax
+// from the saved row max and log-sum instead of storing it.)
 Prepared prepare_cross_entropy(int64_t bytes) {
   const int64_t N = rows_in(bytes, kClasses);
   const int64_t C = kClasses;
   const Tensor logits = ember::randn({N, C}, on_gpu());
   const Tensor target = ember::randint(0, C, {N}, on_gpu(ember::kInt64));
   const Tensor loss = ember::empty({N}, on_gpu());
-  const Tensor lse = ember::empty({N}, on_gpu());
+  const Tensor stats = ember::empty({2, N}, on_gpu());
   const Tensor mean = ember::empty({}, on_gpu());
   const Tensor weight_sum = ember::empty({}, on_gpu());
   const Tensor grad_out = ember::ones({}, on_gpu());  // d(loss)/d(loss) = 1
   const Tensor dlogits = ember::empty({N, C}, on_gpu());
   auto run = [=] {
-    kc::cross_entropy_forward(ember::kFloat32, N, C, logits.raw_data(),
+    kc::cross_entropy_forward(ember::kFloat32, N, C, /*S*/ 1, logits.raw_data(),
                               target.data_ptr<int64_t>(), nullptr, -100, loss.raw_data(),
-                              lse.raw_data(), /*reduction: mean*/ 2, mean.raw_data(),
+                              stats.raw_data(), /*reduction: mean*/ 2, mean.raw_data(),
                               weight_sum.raw_data());
-    kc::cross_entropy_backward(ember::kFloat32, N, C, logits.raw_data(),
-                               target.data_ptr<int64_t>(), nullptr, -100, lse.raw_data(),
+    kc::cross_entropy_backward(ember::kFloat32, N, C, /*S*/ 1, logits.raw_data(),
+                               target.data_ptr<int64_t>(), nullptr, -100, stats.raw_data(),
                                grad_out.raw_data(), /*grad_stride*/ 0, weight_sum.raw_data(),
                                dlogits.raw_data());
   };
@@ -308,7 +309,7 @@ Prepared prepare_cross_entropy(int64_t bytes) {
   }
   const double mean_ref = loss_sum / static_cast<double>(N);
   Prepared p;
-  p.bytes = 3.0 * 4.0 * static_cast<double>(N * C) + 28.0 * static_cast<double>(N);
+  p.bytes = 3.0 * 4.0 * static_cast<double>(N * C) + 36.0 * static_cast<double>(N);
   p.verdict = compare("cross_entropy", mean.cpu(), [mean_ref](int64_t) { return mean_ref; },
                       1e-5, 1e-5);
   if (p.verdict.ok) {

@@ -98,6 +98,10 @@ void copy(DType, DType, const StridedLoop<2>&, void*, const void*) { not_built("
 void fill(DType, const StridedLoop<1>&, void*, double) { not_built("fill"); }
 void arange(DType, void*, int64_t, double, double) { not_built("arange"); }
 void reduce_sum(DType, int64_t, int64_t, int64_t, const void*, void*, double) { not_built("sum"); }
+void reduce_prod(DType, int64_t, int64_t, int64_t, const void*, void*) { not_built("prod"); }
+void reduce_prod_backward(DType, int64_t, int64_t, int64_t, const void*, const void*, void*) {
+  not_built("prod backward");
+}
 void reduce_max_min(MaxMin, DType, int64_t, int64_t, int64_t, const void*, void*, int64_t*) {
   not_built("max/min");
 }
@@ -108,12 +112,12 @@ void softmax_forward(DType, bool, int64_t, int64_t, int64_t, const void*, void*)
 void softmax_backward(DType, bool, int64_t, int64_t, int64_t, const void*, const void*, void*) {
   not_built("softmax backward");
 }
-void cross_entropy_forward(DType, int64_t, int64_t, const void*, const int64_t*, const void*, int64_t,
-                           void*, void*, int, void*, void*) {
+void cross_entropy_forward(DType, int64_t, int64_t, int64_t, const void*, const int64_t*, const void*,
+                           int64_t, void*, void*, int, void*, void*) {
   not_built("cross_entropy");
 }
-void cross_entropy_backward(DType, int64_t, int64_t, const void*, const int64_t*, const void*, int64_t,
-                            const void*, const void*, int64_t, const void*, void*) {
+void cross_entropy_backward(DType, int64_t, int64_t, int64_t, const void*, const int64_t*, const void*,
+                            int64_t, const void*, const void*, int64_t, const void*, void*) {
   not_built("cross_entropy backward");
 }
 int64_t first_out_of_range(const int64_t*, int64_t, int64_t, bool, int64_t) { not_built("index check"); }

@@ -7,6 +7,8 @@
 #include <array>
 #include <vector>
 
+#include "core/promotion.h"
+#include "core/scalar.h"
 #include "core/tensor.h"
 
 namespace ember {
@@ -14,28 +16,45 @@ namespace ember {
 enum class Reduction { None, Mean, Sum };
 
 // ---- elementwise arithmetic with NumPy broadcasting (core/ops/add.cpp ... div.cpp) ----------
+// Operands of different dtypes are promoted as in PyTorch (core/promotion.h); a Scalar operand
+// (x * 2, x + 0.5) counts as a number. Integer and bool operands of div are divided as floats
+// (true division, float32 result) unless a rounding mode asks for an integer quotient.
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
+// rounding_mode "trunc" (toward zero, C's `/` on integers) or "floor" (toward -inf, Python's
+// `//`); "" is true division. Integers keep their dtype; an integer division by zero raises a
+// ValueError. No gradient flows through a rounded quotient (it is zero, as in PyTorch).
+Tensor div(const Tensor& a, const Tensor& b, const std::string& rounding_mode);
+// div(a, b, "floor"): torch.floor_divide (Python's `//`). Not differentiable.
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, const Scalar& b);
+Tensor sub(const Tensor& a, const Scalar& b);
+Tensor mul(const Tensor& a, const Scalar& b);
+Tensor div(const Tensor& a, const Scalar& b, const std::string& rounding_mode = "");
+Tensor floor_divide(const Tensor& a, const Scalar& b);
 Tensor neg(const Tensor& a);
-Tensor pow(const Tensor& a, double exponent);  // scalar exponent
+// a ^ exponent. An integer tensor with an integer exponent stays integer (exact, wrapping like
+// repeated multiplication; a negative exponent is an error); a floating exponent gives floats.
+Tensor pow(const Tensor& a, const Scalar& exponent);
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
 Tensor operator/(const Tensor& a, const Tensor& b);
-Tensor operator+(const Tensor& a, double s);
-Tensor operator-(const Tensor& a, double s);
-Tensor operator*(const Tensor& a, double s);
-Tensor operator/(const Tensor& a, double s);
-Tensor operator+(double s, const Tensor& a);
-Tensor operator-(double s, const Tensor& a);
-Tensor operator*(double s, const Tensor& a);
-Tensor operator/(double s, const Tensor& a);
+Tensor operator+(const Tensor& a, const Scalar& s);
+Tensor operator-(const Tensor& a, const Scalar& s);
+Tensor operator*(const Tensor& a, const Scalar& s);
+Tensor operator/(const Tensor& a, const Scalar& s);
+Tensor operator+(const Scalar& s, const Tensor& a);
+Tensor operator-(const Scalar& s, const Tensor& a);
+Tensor operator*(const Scalar& s, const Tensor& a);
+Tensor operator/(const Scalar& s, const Tensor& a);
 Tensor operator-(const Tensor& a);
 
-// ---- elementwise math (core/ops/unary_math.cpp, core/ops/activations.cpp) -----------------
+// ---- elementwise math (core/ops/exp.cpp ... tanh.cpp) ----------------------------------------
+// exp, log, sqrt, sigmoid and tanh of an integer or bool tensor are float32.
 Tensor exp(const Tensor& a);
 Tensor log(const Tensor& a);
 Tensor sqrt(const Tensor& a);
@@ -44,10 +63,13 @@ Tensor relu(const Tensor& a);
 Tensor sigmoid(const Tensor& a);
 Tensor tanh(const Tensor& a);
 
-// ---- reductions (core/ops/sum.cpp, core/ops/max_min.cpp) ------------------------------------
-// `dims` empty means all dimensions.
+// ---- reductions (core/ops/sum.cpp, core/ops/prod.cpp, core/ops/max_min.cpp) -----------------
+// `dims` empty means all dimensions. sum and prod of integers and bools accumulate and return
+// int64; mean of integers and bools is float32.
 Tensor sum(const Tensor& a, const Shape& dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& a, const Shape& dims = {}, bool keepdim = false);
+Tensor prod(const Tensor& a);                                   // over all elements
+Tensor prod(const Tensor& a, int64_t dim, bool keepdim = false);
 struct ValuesIndices {
   Tensor values;
   Tensor indices;  // int64, position along `dim` of the max/min
@@ -69,27 +91,38 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // ---- softmax family and losses (core/ops/softmax.cpp, cross_entropy.cpp, mse_loss.cpp) -----
 Tensor softmax(const Tensor& a, int64_t dim);
 Tensor log_softmax(const Tensor& a, int64_t dim);
-// logits [N, C], target int64 [N] with class indices, optional weight [C].
+// logits [N, C], target int64 [N] with class indices, optional weight [C]; also logits
+// [N, C, d1, ..., dk] with target [N, d1, ..., dk] (a class per position, as for segmentation),
+// and logits [C] with a 0-d target.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight = Tensor(),
                      Reduction reduction = Reduction::Mean, int64_t ignore_index = -100);
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 
 // ---- comparisons and selection (core/ops/compare.cpp, where.cpp) — no gradient ---------------
+// The operands are compared in their promoted dtype (core/promotion.h).
 Tensor eq(const Tensor& a, const Tensor& b);
 Tensor ne(const Tensor& a, const Tensor& b);
 Tensor lt(const Tensor& a, const Tensor& b);
 Tensor le(const Tensor& a, const Tensor& b);
 Tensor gt(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, const Tensor& b);
-// cond ? a : b elementwise (broadcast); differentiable in a and b.
+Tensor eq(const Tensor& a, const Scalar& b);
+Tensor ne(const Tensor& a, const Scalar& b);
+Tensor lt(const Tensor& a, const Scalar& b);
+Tensor le(const Tensor& a, const Scalar& b);
+Tensor gt(const Tensor& a, const Scalar& b);
+Tensor ge(const Tensor& a, const Scalar& b);
+// cond ? a : b elementwise (broadcast), in the promoted dtype of a and b; differentiable in a
+// and b.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
-Tensor masked_fill(const Tensor& a, const Tensor& mask, double value);
+Tensor masked_fill(const Tensor& a, const Tensor& mask, const Scalar& value);
 
 // ---- indexing and joining (core/ops/gather.cpp, index_select.cpp, cat.cpp) -----------------
 Tensor gather(const Tensor& a, int64_t dim, const Tensor& index);
 Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index);
 Tensor index_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src);
+// cat and stack join tensors of different dtypes in their promoted dtype.
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 
@@ -122,6 +155,9 @@ ConvBackend conv_backend();
 bool cudnn_available();  // built with cuDNN (a GPU is still needed to use it)
 
 // ---- layout ops (core/ops/view_ops.cpp, copy.cpp) — differentiable views and copies ---------
+// view: the same storage under a new shape, wherever strides exist that keep every element in
+// place (PyTorch's rule, core/shape.h view_strides: a transposed matrix can have a dim split but
+// not be flattened); reshape: a view where view can, else a copy.
 Tensor view(const Tensor& a, const Shape& shape);
 Tensor reshape(const Tensor& a, const Shape& shape);
 Tensor permute(const Tensor& a, const Shape& dims);

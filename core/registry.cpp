@@ -7,7 +7,7 @@ namespace ember {
 // The {cpu_kernel, cuda_kernel} pairs that many rows share.
 #define ELEMENTWISE_KERNELS "kernels/cpu/elementwise.cpp", "kernels/cuda/elementwise.cu"
 #define REDUCE_KERNELS "kernels/cpu/reduce.cpp", "kernels/cuda/reduce.cu"
-#define GEMM_KERNELS "kernels/cpu/gemm.cpp", "kernels/cuda/gemm.cu (cuBLAS)"
+#define GEMM_KERNELS "kernels/cpu/gemm.cpp", "kernels/cuda/gemm.cu (cuBLAS, or ember's kernels/cuda/gemm_tiled.cu)"
 #define SOFTMAX_KERNELS "kernels/cpu/softmax.cpp", "kernels/cuda/softmax.cu"
 #define INDEX_KERNELS "kernels/cpu/index.cpp", "kernels/cuda/index.cu"
 #define POOL_KERNELS "kernels/cpu/pool.cpp", "kernels/cuda/pool.cu"
@@ -20,6 +20,7 @@ const std::vector<OpInfo>& op_registry() {
       {"sub", "core/ops/sub.cpp", true, "SubBackward", ELEMENTWISE_KERNELS},
       {"mul", "core/ops/mul.cpp", true, "MulBackward", ELEMENTWISE_KERNELS},
       {"div", "core/ops/div.cpp", true, "DivBackward", ELEMENTWISE_KERNELS},
+      {"floor_divide", "core/ops/div.cpp", false, "", ELEMENTWISE_KERNELS},
       {"neg", "core/ops/neg.cpp", true, "NegBackward", ELEMENTWISE_KERNELS},
       {"pow", "core/ops/pow.cpp", true, "PowBackward", ELEMENTWISE_KERNELS},
       // elementwise math and activations
@@ -34,6 +35,7 @@ const std::vector<OpInfo>& op_registry() {
       {"sum", "core/ops/sum.cpp", true, "SumBackward", REDUCE_KERNELS},
       {"mean", "core/ops/sum.cpp", true, "MeanBackward", REDUCE_KERNELS},
       {"sum_to", "core/ops/sum.cpp", true, "SumBackward", REDUCE_KERNELS},
+      {"prod", "core/ops/prod.cpp", true, "ProdBackward", REDUCE_KERNELS},
       {"max", "core/ops/max_min.cpp", true, "MaxBackward", REDUCE_KERNELS},
       {"min", "core/ops/max_min.cpp", true, "MinBackward", REDUCE_KERNELS},
       {"argmax", "core/ops/max_min.cpp", false, "", REDUCE_KERNELS},
@@ -83,6 +85,15 @@ const std::vector<OpInfo>& op_registry() {
       {"to_dtype", "core/ops/copy.cpp", true, "ToDtypeBackward", ELEMENTWISE_KERNELS},
       {"to_device", "core/ops/copy.cpp", true, "ToDeviceBackward", "(memcpy between devices)",
        "kernels/cuda/runtime.cu copy_bytes"},
+      // in-place updates (Tensor methods; refused while the tape records a tensor that
+      // requires grad, so they have no backward)
+      {"add_", "core/ops/inplace.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"sub_", "core/ops/inplace.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"mul_", "core/ops/inplace.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"div_", "core/ops/inplace.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"copy_", "core/ops/inplace.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"fill_", "core/ops/inplace.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"zero_", "core/ops/inplace.cpp", false, "", ELEMENTWISE_KERNELS},
   };
   return ops;
 }

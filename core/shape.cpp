@@ -56,6 +56,52 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   return dim;
 }
 
+int64_t wrap_insert_dim(int64_t dim, int64_t ndim, const char* op) {
+  if (dim < -(ndim + 1) || dim > ndim) {
+    throw ValueError(detail::concat(op, ": dim ", dim, " out of range for a ", ndim,
+                                    "-d tensor (a new dim goes at ", -(ndim + 1), " to ", ndim,
+                                    ")"));
+  }
+  return dim < 0 ? dim + ndim + 1 : dim;
+}
+
+std::optional<Shape> view_strides(const Shape& shape, const Shape& strides, const Shape& new_shape) {
+  const auto nd_new = static_cast<int64_t>(new_shape.size());
+  if (shape.empty()) return Shape(new_shape.size(), 1);  // a 0-d tensor: any shape of one element
+  const int64_t numel = shape_numel(shape);
+  if (numel == 0) {
+    // No element to keep in place: the strides are free; keep them for the same shape, else
+    // take contiguous ones (as PyTorch and NumPy do).
+    if (shape == new_shape) return strides;
+    return contiguous_strides(new_shape);
+  }
+  Shape out(new_shape.size());
+  // Walk the old dims from the innermost outwards, one contiguous run (chunk) at a time, and
+  // hand out the new dims (also innermost first) until they hold exactly the chunk's elements.
+  int64_t new_d = nd_new - 1;
+  int64_t chunk_stride = strides.back();  // the stride of the chunk's innermost element
+  int64_t chunk_numel = 1, view_numel = 1;
+  for (auto d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    chunk_numel *= shape[d];
+    const bool chunk_ends =
+        d == 0 || (shape[d - 1] != 1 && strides[d - 1] != chunk_numel * chunk_stride);
+    if (!chunk_ends) continue;
+    while (new_d >= 0 && (view_numel < chunk_numel || new_shape[new_d] == 1)) {
+      out[new_d] = view_numel * chunk_stride;
+      view_numel *= new_shape[new_d];
+      --new_d;
+    }
+    if (view_numel != chunk_numel) return std::nullopt;  // a new dim would span two chunks
+    if (d > 0) {
+      chunk_stride = strides[d - 1];
+      chunk_numel = 1;
+      view_numel = 1;
+    }
+  }
+  if (new_d != -1) return std::nullopt;
+  return out;
+}
+
 Shape infer_size(const Shape& requested, int64_t numel, const char* op) {
   Shape out = requested;
   int64_t known = 1;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,19 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 
 // Turns a possibly negative dim into [0, ndim). Throws "<op>: dim 3 out of range for a 2-d tensor".
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
+
+// For ops that insert a dimension (unsqueeze, stack): a new dim of a tensor with `ndim` dims
+// goes at [-(ndim+1), ndim]. Throws "<op>: dim 5 out of range for a 2-d tensor (a new dim goes
+// at -3 to 2)", naming the tensor's own rank.
+int64_t wrap_insert_dim(int64_t dim, int64_t ndim, const char* op);
+
+// The strides under which a tensor of (shape, strides) can be seen as new_shape without moving
+// any element (PyTorch's rule for view), or nullopt when no such strides exist. The old dims are
+// cut into runs that are contiguous with each other in memory (stride[d] = stride[d+1] *
+// size[d+1], size-1 dims ignored); each run is one flat block, and a view may regroup the
+// elements of a run freely but may not make one new dim span two runs. So a transposed matrix
+// can be viewed as [3, 1, 2] or have a dim split, but not be flattened.
+std::optional<Shape> view_strides(const Shape& shape, const Shape& strides, const Shape& new_shape);
 
 // Resolves one -1 in a requested shape (view/reshape) and checks the element count.
 Shape infer_size(const Shape& requested, int64_t numel, const char* op);

@@ -1,5 +1,6 @@
 // ember/core/tensor.cpp — Tensor's own members: layout queries, element access, autograd
-// state, conversions, in-place updates and the factories. Ops live in core/ops/.
+// state, conversions and the factories. Ops live in core/ops/ (the in-place updates in
+// core/ops/inplace.cpp).
 #include "core/tensor.h"
 
 #include <atomic>
@@ -10,10 +11,8 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/cuda.h"
-#include "core/iter.h"
 #include "core/ops.h"
 #include "core/random.h"
-#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/random.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/random.h"
@@ -23,62 +22,6 @@ namespace ember {
 
 namespace {
 std::atomic<int64_t> g_live_impls{0};
-
-void check_inplace_allowed(const char* op, const Tensor& self, const Tensor* other = nullptr) {
-  if (!is_grad_enabled()) return;
-  if (self.requires_grad() || (other && other->defined() && other->requires_grad())) {
-    throw AutogradError(
-        std::string(op) + ": in-place update of a tensor that requires grad while the tape is "
-        "recording. Do it under ember::NoGradGuard (as an optimizer step does), or use the "
-        "out-of-place op (x = x + y)");
-  }
-}
-
-// Lines `other` up with self for an in-place op: same device, broadcastable to self's shape.
-void check_inplace_operand(const char* op, const Tensor& self, const Tensor& other) {
-  EMBER_CHECK_T(DeviceError, self.device() == other.device(), op, ": self is on ", self.device(),
-                " but the other tensor is on ", other.device(), ": move one with .to()");
-  const Shape b = broadcast_shapes(self.shape(), other.shape(), op);
-  EMBER_CHECK(b == self.shape(), op, ": a tensor of shape ", shape_str(other.shape()),
-              " cannot be broadcast into the in-place target of shape ", shape_str(self.shape()));
-}
-
-void inplace_binary(Tensor& self, const Tensor& other, kernels::BinaryOp op, double alpha,
-                      const char* name) {
-  check_inplace_allowed(name, self, &other);
-  check_inplace_operand(name, self, other);
-  const Tensor o = other.dtype() == self.dtype() ? other : other.to(self.dtype());
-  const auto L = make_loop<3>(self.shape(), {&self, &self, &o}, name);
-  if (self.is_cuda()) {
-    cuda::DeviceGuard guard(self.device());
-    kernels::cuda::binary(op, self.dtype(), L, self.raw_data(), self.raw_data(), o.raw_data(), alpha);
-  } else {
-    kernels::cpu::binary(op, self.dtype(), L, self.raw_data(), self.raw_data(), o.raw_data(), alpha);
-  }
-  self.bump_version();
-}
-
-// dst = src for two tensors on different devices. Bytes can only move between contiguous
-// buffers of one dtype, so: bring src to dst's dtype and a contiguous layout of dst's shape on
-// src's own device (nothing to do in the common case), move the bytes, and if dst itself is a
-// strided view, land them in a contiguous buffer on dst's device and copy from there.
-void copy_across_devices(Tensor& dst, const Tensor& src, bool non_blocking) {
-  NoGradGuard no_grad;
-  Tensor s = src.shape() == dst.shape() ? src : src.expand(dst.shape());
-  if (s.dtype() != dst.dtype() || !s.is_contiguous()) {
-    Tensor staged = empty(dst.shape(), TensorOptions(dst.dtype()).device(s.device()));
-    staged.copy_(s);
-    s = staged;
-  }
-  Tensor target = dst.is_contiguous() ? dst : empty(dst.shape(), TensorOptions(dst.dtype()).device(dst.device()));
-  // Asynchronous only from or to pinned host memory (PyTorch's rule): pageable memory could be
-  // reused by the host before the GPU has read it.
-  const bool host_pinned = (s.device().is_cpu() && s.storage()->pinned()) ||
-                           (target.device().is_cpu() && target.storage()->pinned());
-  cuda::copy_bytes(target.raw_data(), target.device(), s.raw_data(), s.device(),
-                   static_cast<size_t>(s.numel()) * s.element_size(), non_blocking && host_pinned);
-  if (!target.is_same(dst)) dst.copy_(target);
-}
 }  // namespace
 
 TensorImpl::TensorImpl() { ++g_live_impls; }
@@ -181,6 +124,32 @@ void Tensor::zero_grad(bool set_to_none) {
   } else {
     Tensor(t->grad).zero_();
   }
+}
+
+int64_t Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+  static std::atomic<int64_t> next_id{1};
+  TensorImpl* t = checked();
+  EMBER_CHECK_T(AutogradError, !t->grad_fn, "register_post_accumulate_grad_hook: only leaf tensors "
+                "accumulate gradients, this one was computed by ", t->grad_fn ? t->grad_fn->name() : "",
+                ": register the hook on the parameter it was computed from");
+  EMBER_CHECK_T(AutogradError, t->requires_grad, "register_post_accumulate_grad_hook: the tensor "
+                "does not require grad, so no gradient will ever be accumulated into it: call "
+                "requires_grad_() first");
+  EMBER_CHECK(static_cast<bool>(hook), "register_post_accumulate_grad_hook: the hook is empty");
+  const int64_t id = next_id++;
+  t->post_accumulate_grad_hooks.emplace_back(id, std::move(hook));
+  return id;
+}
+
+bool Tensor::remove_post_accumulate_grad_hook(int64_t id) const {
+  auto& hooks = checked()->post_accumulate_grad_hooks;
+  for (auto it = hooks.begin(); it != hooks.end(); ++it) {
+    if (it->first == id) {
+      hooks.erase(it);
+      return true;
+    }
+  }
+  return false;
 }
 
 void Tensor::retain_grad() {
@@ -304,7 +273,7 @@ Tensor Tensor::neg() const { return ember::neg(*this); }
 Tensor Tensor::exp() const { return ember::exp(*this); }
 Tensor Tensor::log() const { return ember::log(*this); }
 Tensor Tensor::sqrt() const { return ember::sqrt(*this); }
-Tensor Tensor::pow(double e) const { return ember::pow(*this, e); }
+Tensor Tensor::pow(const Scalar& e) const { return ember::pow(*this, e); }
 Tensor Tensor::relu() const { return ember::relu(*this); }
 Tensor Tensor::sigmoid() const { return ember::sigmoid(*this); }
 Tensor Tensor::tanh() const { return ember::tanh(*this); }
@@ -313,6 +282,8 @@ Tensor Tensor::sum() const { return ember::sum(*this); }
 Tensor Tensor::sum(const Shape& dims, bool keepdim) const { return ember::sum(*this, dims, keepdim); }
 Tensor Tensor::mean() const { return ember::mean(*this); }
 Tensor Tensor::mean(const Shape& dims, bool keepdim) const { return ember::mean(*this, dims, keepdim); }
+Tensor Tensor::prod() const { return ember::prod(*this); }
+Tensor Tensor::prod(int64_t d, bool keepdim) const { return ember::prod(*this, d, keepdim); }
 Tensor Tensor::max() const { return ember::max(*this); }
 Tensor Tensor::max(int64_t d, bool keepdim) const { return ember::max(*this, d, keepdim).values; }
 Tensor Tensor::min() const { return ember::min(*this); }
@@ -329,66 +300,15 @@ Tensor Tensor::lt(const Tensor& o) const { return ember::lt(*this, o); }
 Tensor Tensor::le(const Tensor& o) const { return ember::le(*this, o); }
 Tensor Tensor::gt(const Tensor& o) const { return ember::gt(*this, o); }
 Tensor Tensor::ge(const Tensor& o) const { return ember::ge(*this, o); }
-Tensor Tensor::masked_fill(const Tensor& m, double v) const { return ember::masked_fill(*this, m, v); }
+Tensor Tensor::eq(const Scalar& o) const { return ember::eq(*this, o); }
+Tensor Tensor::ne(const Scalar& o) const { return ember::ne(*this, o); }
+Tensor Tensor::lt(const Scalar& o) const { return ember::lt(*this, o); }
+Tensor Tensor::le(const Scalar& o) const { return ember::le(*this, o); }
+Tensor Tensor::gt(const Scalar& o) const { return ember::gt(*this, o); }
+Tensor Tensor::ge(const Scalar& o) const { return ember::ge(*this, o); }
+Tensor Tensor::masked_fill(const Tensor& m, const Scalar& v) const { return ember::masked_fill(*this, m, v); }
 Tensor Tensor::gather(int64_t d, const Tensor& i) const { return ember::gather(*this, d, i); }
 Tensor Tensor::index_select(int64_t d, const Tensor& i) const { return ember::index_select(*this, d, i); }
-
-// ---- in-place -------------------------------------------------------------------------------
-
-Tensor& Tensor::fill_(double value) {
-  check_inplace_allowed("fill_", *this);
-  const auto L = make_loop<1>(shape(), {this}, "fill_");
-  if (is_cuda()) {
-    cuda::DeviceGuard guard(device());
-    kernels::cuda::fill(dtype(), L, raw_data(), value);
-  } else {
-    kernels::cpu::fill(dtype(), L, raw_data(), value);
-  }
-  bump_version();
-  return *this;
-}
-
-Tensor& Tensor::zero_() { return fill_(0.0); }
-
-Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
-  check_inplace_allowed("copy_", *this, &src);
-  const Shape b = broadcast_shapes(shape(), src.shape(), "copy_");
-  EMBER_CHECK(b == shape(), "copy_: source of shape ", shape_str(src.shape()),
-              " cannot be broadcast to the destination shape ", shape_str(shape()));
-  if (device() != src.device()) {
-    copy_across_devices(*this, src, non_blocking);
-  } else {
-    const auto L = make_loop<2>(shape(), {this, &src}, "copy_");
-    if (is_cuda()) {
-      cuda::DeviceGuard guard(device());
-      kernels::cuda::copy(dtype(), src.dtype(), L, raw_data(), src.raw_data());
-    } else {
-      kernels::cpu::copy(dtype(), src.dtype(), L, raw_data(), src.raw_data());
-    }
-  }
-  bump_version();
-  return *this;
-}
-
-Tensor& Tensor::add_(const Tensor& o, double alpha) {
-  inplace_binary(*this, o, kernels::BinaryOp::Add, alpha, "add_");
-  return *this;
-}
-Tensor& Tensor::add_(double v) { return add_(scalar_tensor(v, options())); }
-Tensor& Tensor::sub_(const Tensor& o, double alpha) {
-  inplace_binary(*this, o, kernels::BinaryOp::Sub, alpha, "sub_");
-  return *this;
-}
-Tensor& Tensor::mul_(const Tensor& o) {
-  inplace_binary(*this, o, kernels::BinaryOp::Mul, 1.0, "mul_");
-  return *this;
-}
-Tensor& Tensor::mul_(double v) { return mul_(scalar_tensor(v, options())); }
-Tensor& Tensor::div_(const Tensor& o) {
-  inplace_binary(*this, o, kernels::BinaryOp::Div, 1.0, "div_");
-  return *this;
-}
-Tensor& Tensor::div_(double v) { return div_(scalar_tensor(v, options())); }
 
 // ---- factories ------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 
 #include "core/device.h"
 #include "core/dtype.h"
+#include "core/scalar.h"
 #include "core/shape.h"
 #include "core/storage.h"
 
@@ -54,6 +56,9 @@ struct TensorImpl {
   Shape strides;
   int64_t offset = 0;  // in elements
   DType dtype = DType::Float32;
+  // A 0-d tensor made from a C++ number by the scalar overloads (x * 2): in type promotion it
+  // weighs as a number, not as a tensor (core/promotion.h).
+  bool wrapped_number = false;
 
   bool requires_grad = false;
   bool retains_grad = false;                   // non-leaf that keeps its .grad (retain_grad())
@@ -61,6 +66,8 @@ struct TensorImpl {
   std::shared_ptr<autograd::Node> grad_fn;     // the op that produced this tensor, if tracked
   uint32_t output_nr = 0;                      // which output of grad_fn this is
   std::weak_ptr<autograd::Node> grad_accumulator;  // leaf's AccumulateGrad, created lazily
+  // Tensor::register_post_accumulate_grad_hook: (id, hook), run in registration order.
+  std::vector<std::pair<int64_t, std::function<void(const Tensor&)>>> post_accumulate_grad_hooks;
 
   static int64_t live_count();
   TensorImpl();
@@ -123,6 +130,16 @@ class Tensor {
   // PyTorch's `param.data = src`; this is how Module::to(device) moves parameters in place.
   // Only for leaves; the .grad, if any, is converted along (dtype and device).
   void set_data(const Tensor& src) const;
+  // Calls hook(*this) each time a backward pass has accumulated a gradient into this leaf's
+  // .grad — after the += , so hook sees the complete .grad of this pass (plus whatever was
+  // accumulated before: no zero_grad, no reset). Like PyTorch's
+  // register_post_accumulate_grad_hook; DistributedDataParallel starts a gradient's all_reduce
+  // from one. Hooks run on the thread that runs backward, in registration order; an exception
+  // thrown by a hook leaves backward() with it. Only for leaves that require grad. Returns an
+  // id for remove_post_accumulate_grad_hook.
+  int64_t register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+  // Removes a hook by the id registration returned; false when there is no such hook.
+  bool remove_post_accumulate_grad_hook(int64_t id) const;
   int64_t version() const { return checked()->storage->version(); }
   void bump_version() const { checked()->storage->bump_version(); }
 
@@ -175,7 +192,7 @@ class Tensor {
   Tensor exp() const;
   Tensor log() const;
   Tensor sqrt() const;
-  Tensor pow(double exponent) const;
+  Tensor pow(const Scalar& exponent) const;
   Tensor relu() const;
   Tensor sigmoid() const;
   Tensor tanh() const;
@@ -184,6 +201,8 @@ class Tensor {
   Tensor sum(const Shape& dims, bool keepdim = false) const;
   Tensor mean() const;
   Tensor mean(const Shape& dims, bool keepdim = false) const;
+  Tensor prod() const;
+  Tensor prod(int64_t dim, bool keepdim = false) const;
   Tensor max() const;
   Tensor max(int64_t dim, bool keepdim = false) const;
   Tensor min() const;
@@ -200,25 +219,37 @@ class Tensor {
   Tensor le(const Tensor& o) const;
   Tensor gt(const Tensor& o) const;
   Tensor ge(const Tensor& o) const;
-  Tensor masked_fill(const Tensor& mask, double value) const;
+  Tensor eq(const Scalar& o) const;
+  Tensor ne(const Scalar& o) const;
+  Tensor lt(const Scalar& o) const;
+  Tensor le(const Scalar& o) const;
+  Tensor gt(const Scalar& o) const;
+  Tensor ge(const Scalar& o) const;
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
   Tensor gather(int64_t dim, const Tensor& index) const;
   Tensor index_select(int64_t dim, const Tensor& index) const;
 
-  // ---- in-place (bump the version counter; allowed on tensors that need no grad, or under
-  //      NoGradGuard — as optimizer steps are) --------------------------------------------------
+  // ---- in-place (core/ops/inplace.cpp; bump the version counter; allowed on tensors that
+  //      need no grad, or under NoGradGuard — as optimizer steps are) -------------------------
+  // The result is computed in the promoted dtype of this tensor and the operand and must fit
+  // this tensor's dtype (an int64 tensor cannot take x.add_(0.5)). A tensor whose elements
+  // share memory (an expand()ed view) cannot be written, and an operand that partly overlaps
+  // this tensor's memory is refused: clone() it first. Full overlap (x.add_(x)) is fine.
   Tensor& zero_();
-  Tensor& fill_(double value);
+  Tensor& fill_(const Scalar& value);
   // Copies src's values (broadcast to this shape, converted to this dtype) from any device.
   // non_blocking: a host <-> GPU copy may return before it finishes when the host side is
   // pinned memory; otherwise (and for pageable memory) the copy has finished on return.
   Tensor& copy_(const Tensor& src, bool non_blocking = false);
   Tensor& add_(const Tensor& other, double alpha = 1.0);
-  Tensor& add_(double value);
+  Tensor& add_(const Scalar& value);
   Tensor& sub_(const Tensor& other, double alpha = 1.0);
+  Tensor& sub_(const Scalar& value);
   Tensor& mul_(const Tensor& other);
-  Tensor& mul_(double value);
-  Tensor& div_(const Tensor& other);
-  Tensor& div_(double value);
+  Tensor& mul_(const Scalar& value);
+  // rounding_mode: "" (true division), "trunc" or "floor", as div().
+  Tensor& div_(const Tensor& other, const std::string& rounding_mode = "");
+  Tensor& div_(const Scalar& value, const std::string& rounding_mode = "");
 
   std::string str() const;  // the PyTorch-like printout
 

@@ -70,6 +70,7 @@ struct DataLoader::Epoch {
   int64_t batch_size = 1;
   bool pin_memory = false;
   int64_t num_batches = 0;
+  int64_t first_batch = 0;  // a resumed epoch starts here
   bool prefetch = true;
 
   // Consumer side (the thread running the for loop).
@@ -109,7 +110,7 @@ struct DataLoader::Epoch {
   }
 
   void run_worker() {
-    for (int64_t k = 0; k < num_batches; ++k) {
+    for (int64_t k = first_batch; k < num_batches; ++k) {
       {
         std::unique_lock<std::mutex> lock(mu);
         not_full.wait(lock, [&] { return stop || ready.size() < kQueueDepth; });
@@ -137,7 +138,8 @@ struct DataLoader::Epoch {
   }
 
   void start() {
-    if (prefetch && num_batches > 0) worker = std::thread([this] { run_worker(); });
+    position = first_batch - 1;
+    if (prefetch && first_batch < num_batches) worker = std::thread([this] { run_worker(); });
     advance();
   }
 
@@ -208,6 +210,9 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   EMBER_CHECK_T(DeviceError, !options_.pin_memory || cuda::is_available(), "DataLoader: "
                 "pin_memory needs a usable CUDA device (", cuda::unavailable_reason(),
                 "); set pin_memory = cuda::is_available()");
+  EMBER_CHECK(!(options_.sampler && options_.shuffle), "DataLoader: a sampler and shuffle=true "
+              "together: the sampler decides the order (a DistributedSampler shuffles by "
+              "itself), so set shuffle = false");
 }
 
 DataLoader::~DataLoader() {
@@ -221,18 +226,21 @@ DataLoader& DataLoader::operator=(DataLoader&& other) noexcept {
     options_ = other.options_;
     epoch_ = other.epoch_;
     next_epoch_ = other.next_epoch_;
+    next_first_batch_ = other.next_first_batch_;
     current_ = std::move(other.current_);
   }
   return *this;
 }
 
 int64_t DataLoader::size() const {
-  const int64_t n = dataset_->size(), b = options_.batch_size;
+  const int64_t n = options_.sampler ? options_.sampler->length(dataset_->size()) : dataset_->size();
+  const int64_t b = options_.batch_size;
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
 Tensor DataLoader::order(int64_t e) const {
   const int64_t n = dataset_->size();
+  if (options_.sampler) return options_.sampler->indices(n, e);
   return options_.shuffle ? shuffled_order(n, options_.seed, e) : arange(0, n, 1, kInt64);
 }
 
@@ -245,6 +253,8 @@ DataLoader::Iterator DataLoader::begin() {
   e->order = order(epoch_);
   e->batch_size = options_.batch_size;
   e->num_batches = size();
+  e->first_batch = next_first_batch_;
+  next_first_batch_ = 0;
   e->prefetch = options_.prefetch;
   e->pin_memory = options_.pin_memory;
   current_ = e;
@@ -253,6 +263,20 @@ DataLoader::Iterator DataLoader::begin() {
 }
 
 DataLoader::Iterator DataLoader::end() const { return Iterator(nullptr); }
+
+void DataLoader::set_position(int64_t epoch, int64_t batch) {
+  EMBER_CHECK(epoch >= 0, "DataLoader::set_position: epoch must be >= 0, got ", epoch);
+  EMBER_CHECK(batch >= 0 && batch <= size(), "DataLoader::set_position: batch ", batch,
+              " is outside this loader's epoch of ", size(), " batches (a checkpoint of a run "
+              "with another batch size or dataset?)");
+  next_epoch_ = epoch;
+  next_first_batch_ = batch;
+}
+
+int64_t DataLoader::batch_index() const {
+  if (!current_) return -1;
+  return std::min(current_->position, current_->num_batches - 1);
+}
 
 // ---- the iterator -----------------------------------------------------------------------------
 

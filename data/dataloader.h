@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "data/dataset.h"
+#include "data/sampler.h"
 
 namespace ember::data {
 
@@ -38,6 +39,9 @@ struct DataLoaderOptions {
   // Put each batch in pinned (page-locked) host memory, so that batch.data.to(cuda, true)
   // copies asynchronously (PyTorch's pin_memory=True). Needs a usable GPU.
   bool pin_memory = false;
+  // The order of each epoch comes from here instead (data/sampler.h: a DistributedSampler gives
+  // each rank its share); then `shuffle` must be false — the sampler shuffles.
+  std::shared_ptr<const Sampler> sampler;
 };
 
 // The sample order a shuffled epoch uses: a permutation of 0..n-1 (int64 [n]) drawn by
@@ -74,7 +78,15 @@ class DataLoader {
   // The epoch number the latest begin() started (0 for the first loop), -1 before any.
   int64_t epoch() const { return epoch_; }
   // The next begin() runs epoch e (e.g. when resuming from a checkpoint).
-  void set_epoch(int64_t e) { next_epoch_ = e; }
+  void set_epoch(int64_t e) { next_epoch_ = e; next_first_batch_ = 0; }
+  // The next begin() runs epoch e from its batch b (0 <= b <= size()), skipping batches
+  // 0..b-1 without making them: how a run resumed from a checkpoint taken in the middle of an
+  // epoch sees exactly the batches the interrupted run had not trained on yet. The epochs after
+  // it start at batch 0 again.
+  void set_position(int64_t epoch, int64_t batch);
+  // The index of the batch the current epoch's iterator points at (its last batch once the
+  // epoch is over; -1 before any epoch): within a training loop's body, the batch being trained.
+  int64_t batch_index() const;
   // The sample order of epoch e: shuffled_order(N, seed, e) with shuffle, else 0..N-1.
   Tensor order(int64_t e) const;
 
@@ -84,6 +96,7 @@ class DataLoader {
   DataLoaderOptions options_;
   int64_t epoch_ = -1;
   int64_t next_epoch_ = 0;
+  int64_t next_first_batch_ = 0;
   std::shared_ptr<Epoch> current_;
 };
 

@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "data/mnist.h"
+#include "kernels/loop.h"
 
 namespace ember::data {
 
@@ -206,6 +207,11 @@ Tensor read_idx(const std::string& path, IdxKind kind) {
                "(type 0x08), which is what MNIST and Fashion-MNIST use");
   }
   if (ndims == 0) fail(path, "the header says 0 dimensions (magic " + hex32(magic) + ")");
+  if (ndims > kernels::kMaxDims) {  // IDX allows 255; ember's ops take at most 12
+    fail(path, "holds a " + std::to_string(ndims) + "-d array (magic " + hex32(magic) +
+               "), but ember's tensors have at most " + std::to_string(kernels::kMaxDims) +
+               " dimensions");
+  }
   const int want = kind == IdxKind::Labels ? 1 : kind == IdxKind::Images ? 3 : 0;
   if (want != 0 && ndims != want) {
     const char* what = ndims == 1 ? " (labels)" : ndims == 3 ? " (images)" : "";
@@ -222,13 +228,24 @@ Tensor read_idx(const std::string& path, IdxKind kind) {
                std::to_string(ndims) + "-d IDX file is " + std::to_string(header) + " bytes");
   }
   std::vector<int64_t> dims(ndims);
-  int64_t count = 1;
+  int64_t count = 1, layout = 1;
   for (size_t d = 0; d < ndims; ++d) {
     dims[d] = big_endian32(bytes.data() + 4 + 4 * d);
-    // Each size is below 2^32, so checking the running product against 2^62 keeps it exact.
-    if (dims[d] != 0 && count > (int64_t{1} << 62) / dims[d]) {
-      fail(path, "the header's sizes multiply to more than 2^62 elements: the header is corrupt");
+    // Each size is below 2^32, so checking the running product against 2^62 keeps it exact. The
+    // sizes are checked without the zeros too: a tensor's strides are that product, so even an
+    // empty [2^32-1, 2^32-1, 2^32-1, 0] array has no layout (found by fuzz/targets/idx.cpp).
+    const int64_t size = std::max<int64_t>(dims[d], 1);
+    if (layout > (int64_t{1} << 62) / size) {
+      std::string sizes;
+      for (size_t k = 0; k < ndims; ++k) {
+        sizes += (k ? "x" : "") + std::to_string(big_endian32(bytes.data() + 4 + 4 * k));
+      }
+      fail(path, "the header claims a " + sizes + " array, sizes that multiply to more than "
+                 "2^62 (leaving out any 0), but the file holds " + std::to_string(n - header) +
+                 " bytes of data after its " + std::to_string(header) + "-byte header" + of +
+                 ": the header is corrupt");
     }
+    layout *= size;
     count *= dims[d];
   }
 

@@ -29,6 +29,9 @@ namespace {
 constexpr size_t kMaxDecodedBytes = size_t{1} << 30;
 
 uint32_t le16(const uint8_t* p) { return uint32_t{p[0]} | (uint32_t{p[1]} << 8); }
+uint32_t be32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
 uint32_t le32(const uint8_t* p) {
   return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
 }
@@ -73,7 +76,16 @@ bool tolerated_warning(int code) {
 
 [[noreturn]] void jpeg_on_error(j_common_ptr cinfo) {
   auto* err = reinterpret_cast<JpegErrorManager*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
+  if (cinfo->err->msg_code == JERR_NO_BACKING_STORE) {
+    // libjpeg wanted more than mem->max_memory_to_use (a progressive JPEG keeps every DCT
+    // coefficient of the image) and, having no temporary files, gives up with this code.
+    std::snprintf(err->message, sizeof(err->message),
+                  "decoding it needs more than %zu MiB of memory (a progressive JPEG keeps the "
+                  "whole image's coefficients): the image is too large or its header corrupt",
+                  kMaxDecodedBytes >> 20);
+  } else {
+    (*cinfo->err->format_message)(cinfo, err->message);
+  }
   err->is_warning = false;
   std::longjmp(err->jump, 1);
 }
@@ -117,8 +129,23 @@ JpegResult jpeg_decode_raw(const uint8_t* bytes, size_t n, int64_t min_h, int64_
     return r;
   }
   jpeg_create_decompress(&cinfo);
+  // What libjpeg may take for its own buffers (it asks before allocating the big ones, and then
+  // fails with JERR_NO_BACKING_STORE, see jpeg_on_error).
+  cinfo.mem->max_memory_to_use = static_cast<long>(kMaxDecodedBytes);
   jpeg_mem_src(&cinfo, bytes, static_cast<unsigned long>(n));
   jpeg_read_header(&cinfo, TRUE);
+  // The header's size is all libjpeg has read so far: refuse an absurd one before anything is
+  // allocated for it.
+  const uint64_t claimed = uint64_t{cinfo.image_width} * uint64_t{cinfo.image_height};
+  if (claimed > kMaxImagePixels) {
+    std::snprintf(jerr.message, sizeof(jerr.message),
+                  "the header claims %ux%u pixels (%llu), more than ember decodes (%llu), in a "
+                  "file of %zu bytes: the header is corrupt or the image is too large",
+                  cinfo.image_width, cinfo.image_height, static_cast<unsigned long long>(claimed),
+                  static_cast<unsigned long long>(kMaxImagePixels), n);
+    jerr.is_warning = false;
+    std::longjmp(jerr.jump, 1);
+  }
 
   r.cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
   r.adobe_inverted = cinfo.saw_Adobe_marker;
@@ -238,11 +265,65 @@ void cmyk_to_rgb(uint8_t* p, size_t n, bool inverted) {
   }
 }
 
-// ---- BMP completeness -------------------------------------------------------------------------
+// ---- what a header claims, checked before decoding -------------------------------------------
+
+// "" if an image of w x h pixels may be decoded, else why not (the claimed size and the file's).
+std::string too_many_pixels(uint64_t w, uint64_t h, size_t n) {
+  if (w * h <= kMaxImagePixels) return "";  // w, h < 2^32: the product cannot overflow
+  return "the header claims " + std::to_string(w) + "x" + std::to_string(h) + " pixels (" +
+         std::to_string(w * h) + "), more than ember decodes (" +
+         std::to_string(kMaxImagePixels) + "), in a file of " + std::to_string(n) +
+         " bytes: the header is corrupt or the image is too large";
+}
+
+// A PNG's IHDR against the file: stb_image allocates the whole decompressed image as soon as it
+// has read the header, so a 100-byte file claiming 16000x16000 pixels would cost a gigabyte. The
+// pixel rows are deflate-compressed, and deflate expands at most 1032:1 (a 258-byte match coded
+// in 2 bits), so a file of n bytes can hold at most 1032 n bytes of rows. Returns "" when the
+// header is plausible or not there (stb then reports what is wrong).
+std::string png_header_check(const uint8_t* b, size_t n) {
+  if (n < 24 || std::memcmp(b + 12, "IHDR", 4) != 0) return "";
+  const uint64_t w = be32(b + 16), h = be32(b + 20);
+  const std::string why = too_many_pixels(w, h, n);
+  if (!why.empty()) return "bad PNG: " + why;
+  if (n < 26) return "";  // no bit depth and colour type: stb says the file is cut short
+  const uint64_t depth = b[24];
+  uint64_t channels = 0;
+  switch (b[25]) {  // colour type
+    case 0: case 3: channels = 1; break;  // gray, palette
+    case 4: channels = 2; break;          // gray + alpha
+    case 2: channels = 3; break;          // RGB
+    case 6: channels = 4; break;          // RGBA
+    default: return "";                   // stb names the bad colour type
+  }
+  const uint64_t rows = h * (1 + (w * channels * depth + 7) / 8);  // a filter byte per row
+  if (rows > 1032 * static_cast<uint64_t>(n)) {
+    return "truncated PNG: the header claims " + std::to_string(w) + "x" + std::to_string(h) +
+           " pixels (" + std::to_string(rows) + " bytes of pixel rows), but the file is " +
+           std::to_string(n) + " bytes, which deflate expands to at most " +
+           std::to_string(1032 * static_cast<uint64_t>(n)) +
+           ": the file is cut short or its header corrupt";
+  }
+  // stb_image grows its buffer for the compressed rows to each IDAT chunk's length before it reads
+  // the chunk, so a 150-byte file whose IDAT claims 2^31 bytes made it allocate 2 GiB. Every chunk
+  // up to IEND must hold the bytes it claims (stb fails on a short one anyway, after allocating).
+  for (size_t at = 8; at + 8 <= n;) {
+    const uint64_t length = be32(b + at);
+    const std::string type(reinterpret_cast<const char*>(b + at + 4), 4);
+    if (type == "IEND") break;
+    if (length > n - at - 8) {
+      return "truncated PNG: its chunk '" + type + "' at byte " + std::to_string(at) + " claims " +
+             std::to_string(length) + " bytes, but the file has " + std::to_string(n - at - 8) +
+             " bytes after the chunk's header: the file is cut short or the chunk's length corrupt";
+    }
+    at += 12 + static_cast<size_t>(length);
+  }
+  return "";
+}
 
 // stb_image reads past the end of a truncated BMP as zeros and reports success, so we check that
-// the file holds all of its pixel rows first. Returns "" if complete (or if the layout is one we
-// cannot size here, compressed RLE without a file size field: stb then decides).
+// the file holds all of its pixel rows first. Returns "" if complete (or if the header gives no
+// width or depth to size the rows by: stb then refuses it).
 std::string bmp_truncation(const uint8_t* b, size_t n) {
   if (n < 26) return "truncated BMP: " + std::to_string(n) + " bytes is less than its header";
   const uint32_t file_size = le32(b + 2), pixel_offset = le32(b + 10), header_size = le32(b + 14);
@@ -260,16 +341,82 @@ std::string bmp_truncation(const uint8_t* b, size_t n) {
   } else {
     return "truncated BMP: " + std::to_string(n) + " bytes is less than its header";
   }
+  // The claimed size first, whatever else the header says: a forged header is refused naming it.
+  const uint64_t abs_width = static_cast<uint64_t>(width < 0 ? -width : width);
+  const uint64_t abs_height = static_cast<uint64_t>(height < 0 ? -height : height);
+  const std::string why = too_many_pixels(abs_width, abs_height, n);
+  if (!why.empty()) return "bad BMP: " + why;
+  // stb_image decodes BI_RGB (0) and BI_BITFIELDS (3) and refuses 1, 2 and 4 to 2^31 - 1, but
+  // it reads the field as a signed int: 2^31 and above pass as "uncompressed", and the rows
+  // the file does not hold come out as zeros (a 174-byte file decoded to 84 million pixels).
+  if (compression != 0 && compression != 3) {
+    return "bad BMP: compression " + std::to_string(compression) + " is not supported (ember "
+           "reads uncompressed and BI_BITFIELDS BMPs)";
+  }
   uint64_t needed = 0;
-  if ((compression == 0 || compression == 3 || compression == 6) && width > 0 && bpp > 0) {
+  if (width > 0 && bpp > 0) {
     const uint64_t row = (static_cast<uint64_t>(width) * bpp + 31) / 32 * 4;
-    needed = pixel_offset + row * static_cast<uint64_t>(height < 0 ? -height : height);
+    needed = pixel_offset + row * abs_height;
   } else {
-    needed = file_size;  // RLE: only the header's own total size can tell
+    needed = file_size;  // no rows to count: only the header's own total size can tell
   }
   if (needed > n) {
-    return "truncated BMP: " + std::to_string(n) + " bytes, its header needs " +
-           std::to_string(needed);
+    return "truncated BMP: the header claims " + std::to_string(width) + "x" +
+           std::to_string(abs_height) + " pixels at " + std::to_string(bpp) +
+           " bits, which need " + std::to_string(needed) + " bytes, but the file is " +
+           std::to_string(n) + " bytes";
+  }
+  return "";
+}
+
+// stb_image looks every pixel of a 1-, 4- or 8-bit BMP up in its palette without checking that
+// the index is inside the palette the file holds: an index past it reads stb's uninitialised stack
+// array (pal[256][4]), so such an image would come out different from one decode to the next,
+// showing whatever the stack held. We refuse the file instead. The palette size is the one stb
+// reads: the entries that fit between the info header and the pixel data. Returns "" when every
+// index is inside it (or when stb refuses the file for another reason anyway).
+std::string bmp_palette_check(const uint8_t* b, size_t n) {
+  if (n < 30) return "";
+  const int64_t offset = le32(b + 10), header_size = le32(b + 14);
+  int64_t width = 0, height = 0, palette = 0;
+  uint32_t bpp = 0;
+  if (header_size == 12) {  // OS/2: 3-byte entries, counted as stb counts them
+    width = le16(b + 18);
+    height = le16(b + 20);
+    bpp = le16(b + 24);
+    palette = (offset - 14 - 24) / 3;
+  } else {
+    width = static_cast<int32_t>(le32(b + 18));
+    height = static_cast<int32_t>(le32(b + 22));
+    bpp = le16(b + 28);
+    palette = (offset - 14 - header_size) >> 2;
+  }
+  if (bpp != 1 && bpp != 4 && bpp != 8) return "";
+  // A pixel offset inside the headers gives stb a negative palette size, which passes its "0 or
+  // more than 256" test: it then reads no palette at all and colours every pixel from its
+  // uninitialised array.
+  if (palette < 0) {
+    return "bad BMP: its pixel data starts at byte " + std::to_string(offset) +
+           ", too early for the palette its " + std::to_string(bpp) + "-bit pixels need (the " +
+           "headers alone take " + std::to_string(14 + header_size) + " bytes)";
+  }
+  if (palette == 0 || palette > 256 || palette >= (int64_t{1} << bpp) || width <= 0) return "";
+  if (height < 0) height = -height;
+  const int64_t row = bpp == 1 ? (width + 7) / 8 : bpp == 4 ? (width + 1) / 2 : width;
+  const int64_t stride = (row + 3) / 4 * 4;
+  if (offset + stride * height > static_cast<int64_t>(n)) return "";  // bmp_truncation's case
+  for (int64_t y = 0; y < height; ++y) {
+    const uint8_t* r = b + offset + y * stride;
+    for (int64_t x = 0; x < width; ++x) {
+      const int index = bpp == 8 ? r[x]
+                        : bpp == 4 ? (r[x / 2] >> (x % 2 == 0 ? 4 : 0)) & 15
+                                   : (r[x / 8] >> (7 - x % 8)) & 1;
+      if (index >= palette) {
+        return "bad BMP: pixel " + std::to_string(x) + " of row " + std::to_string(y) +
+               " has colour " + std::to_string(index) + ", but the palette holds " +
+               std::to_string(palette) + " colours";
+      }
+    }
   }
   return "";
 }
@@ -441,10 +588,9 @@ std::string decode_image(const uint8_t* bytes, size_t n, int64_t height, int64_t
     case ImageFormat::PNG:
     case ImageFormat::BMP: {
       const bool png = sniff_image_format(bytes, n) == ImageFormat::PNG;
-      if (!png) {
-        const std::string why = bmp_truncation(bytes, n);
-        if (!why.empty()) return why;
-      }
+      std::string why = png ? png_header_check(bytes, n) : bmp_truncation(bytes, n);
+      if (why.empty() && !png) why = bmp_palette_check(bytes, n);
+      if (!why.empty()) return why;
       int iw = 0, ih = 0;
       const char* reason = "unknown error";
       unsigned char* p = stb::decode_rgb(bytes, n, &iw, &ih, &reason);
@@ -467,6 +613,8 @@ std::string decode_image(const uint8_t* bytes, size_t n, int64_t height, int64_t
   }
   if (h <= 0 || w <= 0) return "image of " + std::to_string(w) + "x" + std::to_string(h) + " pixels";
   resize_area(scratch.pixels.data(), h, w, channels, out, height, width, scratch.rows);
+  scratch.decoded_height = h;
+  scratch.decoded_width = w;
   return "";
 }
 

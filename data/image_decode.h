@@ -43,13 +43,24 @@ struct DecodeScratch {
   std::vector<uint8_t> file;    // the encoded bytes
   std::vector<uint8_t> pixels;  // the decoded image, rows of interleaved channels
   std::vector<float> rows;      // the resize's intermediate, see resize_area
+  // The size the last successful decode_image produced before resizing: the header's size for
+  // PNG and BMP, the header's size scaled by M/8 for a JPEG (see step 2 above).
+  int64_t decoded_height = 0, decoded_width = 0;
 };
+
+// The most pixels an image's header may claim: 2^28 (268 megapixels, e.g. 16384 x 16384). A file
+// whose header claims more is rejected before anything is allocated for it, with the claimed size
+// and the file's real size in the reason: a forged or corrupt header must not make ember allocate
+// gigabytes for a file of a few hundred bytes.
+constexpr uint64_t kMaxImagePixels = uint64_t{1} << 28;
 
 // Decodes the encoded image `bytes` [n] and writes it resized to `height` x `width` with
 // `channels` (1: grayscale, 3: RGB) into `out`, planar: out[c * height * width + y * width + x]
 // (one [C, H, W] sample). Returns "" on success, else why the image was rejected ("truncated
 // JPEG: Premature end of JPEG file"); `out` is then unspecified. Thread-safe: one scratch per
-// thread.
+// thread. A header claiming more than kMaxImagePixels pixels, or more pixel data than the file can
+// hold (a PNG expands at most 1032:1, an uncompressed BMP holds every row), is rejected before
+// the image is decoded.
 std::string decode_image(const uint8_t* bytes, size_t n, int64_t height, int64_t width,
                          int channels, uint8_t* out, DecodeScratch& scratch);
 

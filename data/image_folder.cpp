@@ -11,12 +11,15 @@
 #include "data/image_folder.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -232,9 +235,17 @@ class CacheWriter {
  public:
   explicit CacheWriter(std::FILE* f) : f_(f) {}
   void bytes(const void* p, size_t n) {
-    if (n > 0 && std::fwrite(p, 1, n, f_) != n) ok_ = false;
+    if (ok_ && n > 0 && std::fwrite(p, 1, n, f_) != n) fail(errno);
     sum_.update(p, n);
+    size_ += n;
   }
+  uint64_t size() const { return size_; }  // bytes the complete file has (written or not)
+  // Stops writing: every later write is skipped and write_cache reports `error` (an errno).
+  void fail(int error) {
+    if (ok_) error_ = error;
+    ok_ = false;
+  }
+  int error() const { return error_; }
   template <typename T>
   void put(T v) {
     bytes(&v, sizeof(T));
@@ -250,7 +261,60 @@ class CacheWriter {
   std::FILE* f_;
   Checksum sum_;
   bool ok_ = true;
+  int error_ = 0;
+  uint64_t size_ = 0;
 };
+
+// Test seam for the fault tests (tests/test_faults.cpp): EMBER_TEST_CACHE_FAULT makes write_cache
+// stop half-way through the pixels of its temporary file and
+//   kill    SIGKILL the process (a crash while writing the cache),
+//   pause   print "ember: EMBER_TEST_CACHE_FAULT: paused writing '<tmp>'" to stderr and wait (for
+//           a test to kill it),
+//   enospc  fail the write with ENOSPC, as a full disk does.
+void cache_fault_point(const std::string& tmp, std::FILE* f, CacheWriter& out) {
+  const char* fault = std::getenv("EMBER_TEST_CACHE_FAULT");
+  if (fault == nullptr || *fault == '\0') return;
+  const std::string what = fault;
+  if (what == "enospc") {
+    out.fail(ENOSPC);
+    return;
+  }
+  std::fflush(f);  // the half-written file is on disk, as it would be after a crash
+  if (what == "kill") ::raise(SIGKILL);
+  if (what == "pause") {
+    std::fprintf(stderr, "ember: EMBER_TEST_CACHE_FAULT: paused writing '%s'\n", tmp.c_str());
+    std::fflush(stderr);
+    for (;;) ::pause();
+  }
+  std::fprintf(stderr, "ember: ignoring EMBER_TEST_CACHE_FAULT=%s (expected kill, pause or "
+               "enospc)\n", fault);
+}
+
+// The temporary files of write_cache: "<cache>.tmp.<pid>.<n>".
+std::string cache_tmp_prefix(const std::string& cache_path) { return cache_path + ".tmp."; }
+
+// Removes the temporary files a run killed while writing this cache left behind (those of a
+// process that is still running are left alone: it may be writing right now). Returns what was
+// removed, "name (N bytes)" each.
+std::vector<std::string> remove_abandoned_cache_files(const std::string& cache_path) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  const fs::path dir = fs::path(cache_path).parent_path();
+  const std::string prefix = fs::path(cache_tmp_prefix(cache_path)).filename().string();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid == static_cast<long>(::getpid())) continue;  // another thread of this process
+    if (pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM)) continue;
+    std::error_code e2;
+    const uintmax_t size = it->file_size(e2);
+    if (fs::remove(it->path(), e2)) {
+      removed.push_back(name + " (" + std::to_string(e2 ? 0 : size) + " bytes)");
+    }
+  }
+  return removed;
+}
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 0xCBF29CE484222325ULL;
@@ -399,7 +463,7 @@ std::string write_cache(const std::string& path, const Listing& listing,
   fs::create_directories(dir, ec);
   if (ec) return "cannot create '" + dir.string() + "': " + ec.message();
   static std::atomic<int> counter{0};
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+  const std::string tmp = cache_tmp_prefix(path) + std::to_string(::getpid()) + "." +
                           std::to_string(counter++);
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) return "cannot create '" + tmp + "': " + std::strerror(errno);
@@ -424,13 +488,21 @@ std::string write_cache(const std::string& path, const Listing& listing,
   }
   out.put<uint64_t>(static_cast<uint64_t>(images.size(0)));
   out.bytes(labels.raw_data(), static_cast<size_t>(labels.numel()) * 8);
-  out.bytes(images.raw_data(), static_cast<size_t>(images.numel()));
+  const auto* pixels = static_cast<const uint8_t*>(images.raw_data());
+  const size_t pixel_bytes = static_cast<size_t>(images.numel());
+  out.bytes(pixels, pixel_bytes / 2);
+  cache_fault_point(tmp, f, out);
+  out.bytes(pixels + pixel_bytes / 2, pixel_bytes - pixel_bytes / 2);
   out.finish();
-  const bool written = out.ok() && std::fflush(f) == 0;
-  const int write_errno = errno;
-  if (std::fclose(f) != 0 || !written) {
+  if (out.ok() && std::fflush(f) != 0) out.fail(errno);
+  if (std::fclose(f) != 0) out.fail(errno);
+  if (!out.ok()) {
     fs::remove(tmp, ec);
-    return "cannot write '" + tmp + "': " + std::strerror(write_errno);
+    return "cannot write '" + tmp + "': " + std::strerror(out.error()) +
+           (out.error() == ENOSPC || out.error() == EDQUOT
+                ? " (the cache needs " + std::to_string(out.size()) +
+                      " bytes; the previous cache, if any, is unchanged)"
+                : "");
   }
   fs::rename(tmp, path, ec);  // atomic on POSIX: readers see the old file or the new one
   if (ec) {
@@ -618,8 +690,19 @@ ImageFolder::Loaded ImageFolder::load(const std::string& root, const ImageFolder
   l.cache_path = cache_file_path(root, o);
   std::vector<Status> status;
 
-  // 2. the cache
+  // 2. the cache. A run killed while writing it left its temporary file behind: remove that
+  // (a cache can be tens of megabytes) and say why the folder is decoded again.
   if (!l.cache_path.empty()) {
+    const std::vector<std::string> abandoned = remove_abandoned_cache_files(l.cache_path);
+    if (o.verbose && !abandoned.empty()) {
+      std::error_code ec;
+      const bool have_cache = fs::exists(l.cache_path, ec);
+      std::string names;
+      for (const std::string& a : abandoned) names += (names.empty() ? "" : ", ") + a;
+      std::fprintf(stderr, "ImageFolder: an earlier run was interrupted while writing the cache "
+                   "%s; removed its incomplete file %s%s\n", l.cache_path.c_str(), names.c_str(),
+                   have_cache ? "" : "; decoding the folder again to rebuild the cache");
+    }
     CacheHit hit;
     std::string stale;
     try {

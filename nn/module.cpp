@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 #include <typeinfo>
+#include <unordered_map>
 #include <unordered_set>
 
 #if defined(__GNUG__)
@@ -183,6 +184,72 @@ NamedTensors Module::state_dict() const {
     }
   });
   return out;
+}
+
+Module::LoadResult Module::load_state_dict(const NamedTensors& state, bool strict) {
+  const NamedTensors own = state_dict();
+  std::unordered_map<std::string, const Tensor*> given;
+  std::vector<std::string> problems;
+  for (const auto& [key, t] : state) {
+    if (!given.emplace(key, &t).second) problems.push_back("'" + key + "' appears twice");
+    else if (!t.defined()) problems.push_back("'" + key + "' is an undefined tensor");
+  }
+  LoadResult result;
+  std::unordered_set<std::string> own_names;
+  std::vector<std::pair<Tensor, Tensor>> copies;  // (destination, source)
+  for (const auto& [key, dst] : own) {
+    own_names.insert(key);
+    auto it = given.find(key);
+    if (it == given.end()) {
+      result.missing_keys.push_back(key);
+      continue;
+    }
+    const Tensor& src = *it->second;
+    if (!src.defined()) continue;
+    if (src.shape() != dst.shape()) {
+      problems.push_back(key + ": shape " + shape_str(src.shape()) + " in the state dict, " +
+                         shape_str(dst.shape()) + " in the module");
+    } else if (src.dtype() != dst.dtype()) {
+      problems.push_back(key + ": dtype " + dtype_name(src.dtype()) + " in the state dict, " +
+                         dtype_name(dst.dtype()) + " in the module (convert one with .to())");
+    } else {
+      copies.emplace_back(dst, src);
+    }
+  }
+  for (const auto& [key, t] : state) {
+    if (!own_names.count(key)) result.unexpected_keys.push_back(key);
+  }
+  auto join = [](const std::vector<std::string>& keys) {
+    std::string s;
+    for (const std::string& k : keys) s += (s.empty() ? "" : ", ") + k;
+    return s;
+  };
+  std::vector<std::string> all;
+  if (strict && !result.missing_keys.empty()) {
+    all.push_back("missing keys (in the module, not in the state dict): " +
+                  join(result.missing_keys));
+  }
+  if (strict && !result.unexpected_keys.empty()) {
+    all.push_back("unexpected keys (in the state dict, not in the module): " +
+                  join(result.unexpected_keys));
+  }
+  all.insert(all.end(), problems.begin(), problems.end());
+  if (!all.empty()) {
+    std::string msg = name() + ".load_state_dict: nothing was loaded; " +
+                      std::to_string(all.size()) + (all.size() == 1 ? " problem:" : " problems:");
+    for (const std::string& p : all) msg += "\n  " + p;
+    if (strict && (!result.missing_keys.empty() || !result.unexpected_keys.empty())) {
+      msg += "\n(load_state_dict(state, /*strict=*/false) skips missing and unexpected keys; "
+             "a shape or dtype mismatch is always an error)";
+    }
+    throw ValueError(msg);
+  }
+  NoGradGuard no_grad;  // loading values is not a step of the model
+  for (auto& [dst, src] : copies) {
+    Tensor d = dst;
+    d.copy_(src.detach());
+  }
+  return result;
 }
 
 void Module::apply(const std::function<void(Module&)>& fn) {

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/profile.h"
 #include "core/tensor.h"
 
 namespace ember::nn {
@@ -68,6 +69,18 @@ class Module {
   // Every parameter and persistent buffer by dotted name, each module's parameters before its
   // buffers (PyTorch's order). The tensors are detached aliases: same storage, no graph.
   NamedTensors state_dict() const;
+
+  // Copies the values of `state` (e.g. ember::load("mlp.safetensors"), or a PyTorch
+  // state_dict saved with safetensors) into the parameters and buffers of the same names, on
+  // the module's devices. Every entry is checked before anything is copied, and all problems
+  // are reported together in one ValueError: the missing keys and the unexpected ones (with
+  // strict; without it they are only returned), and every shape or dtype mismatch (always an
+  // error). Like PyTorch's, the result lists the keys that were missing and unexpected.
+  struct LoadResult {
+    std::vector<std::string> missing_keys;     // in the module, not in `state`
+    std::vector<std::string> unexpected_keys;  // in `state`, not in the module
+  };
+  LoadResult load_state_dict(const NamedTensors& state, bool strict = true);
 
   // Calls fn on every descendant and then on this module (children first, like
   // module.apply(fn) — handy for custom initialisation).
@@ -130,7 +143,13 @@ std::ostream& operator<<(std::ostream& os, const Module& m);
 class Layer : public Module {
  public:
   virtual Tensor forward(const Tensor& x) = 0;
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  Tensor operator()(const Tensor& x) {
+    if (profile::nvtx_enabled()) {  // the module's name as an NVTX range (core/profile.h)
+      const profile::Range range(name().c_str());
+      return forward(x);
+    }
+    return forward(x);
+  }
 };
 
 }  // namespace ember::nn

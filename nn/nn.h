@@ -8,6 +8,7 @@
 #include "nn/activation.h"
 #include "nn/container.h"
 #include "nn/conv.h"
+#include "nn/data_parallel.h"
 #include "nn/dropout.h"
 #include "nn/functional.h"
 #include "nn/init.h"

@@ -63,6 +63,8 @@ class Adam : public Optimizer {
   Adam(std::vector<Tensor> params, const AdamOptions& options);
 
   void step() override;
+  NamedTensors state_dict() const override;
+  void load_state_dict(const NamedTensors& state) override;
 
   AdamOptions options() const;  // with the current lr()
   const AdamState& state(size_t i) const { return state_.at(i); }

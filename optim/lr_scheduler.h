@@ -37,6 +37,12 @@ class LRScheduler {
   // The schedule itself: the lr at a given epoch (>= 0).
   virtual double lr_at(int64_t epoch) const = 0;
 
+  // {"last_epoch": int64, "base_lr": float64}: where the schedule is (optim/state_dict.cpp).
+  // Loading sets last_epoch and base_lr and recomputes get_last_lr(); the optimizer's own lr
+  // comes back with the optimizer's state.
+  NamedTensors state_dict() const;
+  void load_state_dict(const NamedTensors& state);
+
  protected:
   explicit LRScheduler(Optimizer& optimizer);
   // Epoch 0. Derived constructors call it last (lr_at is virtual: the base constructor can't).

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/serialize.h"
 #include "core/tensor.h"
 
 namespace ember::optim {
@@ -46,6 +47,17 @@ class Optimizer {
 
   const std::vector<Tensor>& params() const { return params_; }
   const std::string& name() const { return name_; }  // "SGD", "Adam", "AdamW"
+
+  // ---- saving and restoring (optim/state_dict.cpp) ----------------------------------------
+  // The optimizer's state as named tensors, in PyTorch's layout flattened to dotted names:
+  //   param_groups.0.lr, param_groups.0.momentum, ...   the hyper-parameters (0-d tensors)
+  //   state.3.momentum_buffer, state.3.exp_avg, ...     per-parameter state of params()[3]
+  // Parameters are numbered by their place in params(), as PyTorch numbers them.
+  virtual NamedTensors state_dict() const;
+  // Restores what state_dict() returned: hyper-parameters, and per-parameter state copied onto
+  // each parameter's device. Everything is checked first (names, parameter numbers, shapes,
+  // dtypes); a ValueError names every problem and leaves the optimizer as it was.
+  virtual void load_state_dict(const NamedTensors& state);
 
  protected:
   // Checks the list: not empty, every entry a defined float leaf tensor, no duplicates.

@@ -39,6 +39,8 @@ class SGD final : public Optimizer {
   SGD(std::vector<Tensor> params, const SGDOptions& options);
 
   void step() override;
+  NamedTensors state_dict() const override;
+  void load_state_dict(const NamedTensors& state) override;
 
   SGDOptions options() const;  // with the current lr()
   // The velocity of params()[i]: undefined until its first update, and always without momentum.

@@ -115,27 +115,44 @@ struct Case {
   bool broadcast_a = false, broadcast_b = false;  // batch stride 0: one matrix for every product
 };
 
+// One case's buffers and layout: leading dimensions (the minimum plus pad, unless given), batch
+// strides (whole matrices plus a gap of 5 elements that must stay untouched too), A and B filled
+// with small integers and C with other ones, or with NaN inside the matrices when beta == 0 (C is
+// not read then: a NaN must not show up in the result).
+struct Operands {
+  int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
+  Buffer a, b, c;
+};
+
+Operands operands(const Case& cs) {
+  Operands o;
+  const int64_t a_rows = cs.trans_a ? cs.K : cs.M, a_cols = cs.trans_a ? cs.M : cs.K;
+  const int64_t b_rows = cs.trans_b ? cs.N : cs.K, b_cols = cs.trans_b ? cs.K : cs.N;
+  o.lda = cs.lda > 0 ? cs.lda : a_cols + cs.pad;
+  o.ldb = cs.ldb > 0 ? cs.ldb : b_cols + cs.pad;
+  o.ldc = cs.ldc > 0 ? cs.ldc : cs.N + cs.pad;
+  o.stride_a = cs.broadcast_a ? 0 : span(a_rows, a_cols, o.lda) + 5;
+  o.stride_b = cs.broadcast_b ? 0 : span(b_rows, b_cols, o.ldb) + 5;
+  o.stride_c = span(cs.M, cs.N, o.ldc) + 5;
+  o.a = pattern(o.stride_a * (cs.batch - 1) + span(a_rows, a_cols, o.lda) + 1, 1);
+  o.b = pattern(o.stride_b * (cs.batch - 1) + span(b_rows, b_cols, o.ldb) + 1, 2);
+  o.c = pattern(o.stride_c * (cs.batch - 1) + span(cs.M, cs.N, o.ldc) + 5, 3);
+  if (cs.beta == 0.0)
+    for (int64_t q = 0; q < cs.batch; ++q)
+      for (int64_t i = 0; i < cs.M; ++i)
+        for (int64_t j = 0; j < cs.N; ++j) o.c[static_cast<size_t>(q * o.stride_c + i * o.ldc + j)] = kNaN;
+  return o;
+}
+
 // Runs one case through both paths on identical buffers and compares every element of C,
 // including the padding between rows, which neither may touch.
 void check_case(const Case& cs) {
-  const int64_t a_rows = cs.trans_a ? cs.K : cs.M, a_cols = cs.trans_a ? cs.M : cs.K;
-  const int64_t b_rows = cs.trans_b ? cs.N : cs.K, b_cols = cs.trans_b ? cs.K : cs.N;
-  const int64_t lda = cs.lda > 0 ? cs.lda : a_cols + cs.pad;
-  const int64_t ldb = cs.ldb > 0 ? cs.ldb : b_cols + cs.pad;
-  const int64_t ldc = cs.ldc > 0 ? cs.ldc : cs.N + cs.pad;
-  // Batch strides: whole matrices plus a gap of 5 elements that must stay untouched too.
-  const int64_t stride_a = cs.broadcast_a ? 0 : span(a_rows, a_cols, lda) + 5;
-  const int64_t stride_b = cs.broadcast_b ? 0 : span(b_rows, b_cols, ldb) + 5;
-  const int64_t stride_c = span(cs.M, cs.N, ldc) + 5;
-  const Buffer a = pattern(stride_a * (cs.batch - 1) + span(a_rows, a_cols, lda) + 1, 1);
-  const Buffer b = pattern(stride_b * (cs.batch - 1) + span(b_rows, b_cols, ldb) + 1, 2);
-  Buffer c0 = pattern(stride_c * (cs.batch - 1) + span(cs.M, cs.N, ldc) + 5, 3);
-  if (cs.beta == 0.0) {
-    // C is not read when beta == 0: NaN in the matrix must not show up in the result.
-    for (int64_t q = 0; q < cs.batch; ++q)
-      for (int64_t i = 0; i < cs.M; ++i)
-        for (int64_t j = 0; j < cs.N; ++j) c0[static_cast<size_t>(q * stride_c + i * ldc + j)] = kNaN;
-  }
+  const Operands o = operands(cs);
+  const Buffer& a = o.a;
+  const Buffer& b = o.b;
+  const Buffer& c0 = o.c;
+  const int64_t lda = o.lda, ldb = o.ldb, ldc = o.ldc;
+  const int64_t stride_a = o.stride_a, stride_b = o.stride_b, stride_c = o.stride_c;
   Buffer c_row = c0, c_col = c0;
 
   reference_row_major(cs.trans_a, cs.trans_b, cs.M, cs.N, cs.K, cs.alpha, a.data(), lda, stride_a,
@@ -323,21 +340,12 @@ namespace {
 // exactly (the values are small integers, exact in float32 too).
 void check_device_case(const Case& cs, ember::DType dtype) {
   using namespace ember;
-  const int64_t a_rows = cs.trans_a ? cs.K : cs.M, a_cols = cs.trans_a ? cs.M : cs.K;
-  const int64_t b_rows = cs.trans_b ? cs.N : cs.K, b_cols = cs.trans_b ? cs.K : cs.N;
-  const int64_t lda = cs.lda > 0 ? cs.lda : a_cols + cs.pad;
-  const int64_t ldb = cs.ldb > 0 ? cs.ldb : b_cols + cs.pad;
-  const int64_t ldc = cs.ldc > 0 ? cs.ldc : cs.N + cs.pad;
-  const int64_t stride_a = cs.broadcast_a ? 0 : span(a_rows, a_cols, lda) + 5;
-  const int64_t stride_b = cs.broadcast_b ? 0 : span(b_rows, b_cols, ldb) + 5;
-  const int64_t stride_c = span(cs.M, cs.N, ldc) + 5;
-  const Buffer a = pattern(stride_a * (cs.batch - 1) + span(a_rows, a_cols, lda) + 1, 1);
-  const Buffer b = pattern(stride_b * (cs.batch - 1) + span(b_rows, b_cols, ldb) + 1, 2);
-  Buffer c = pattern(stride_c * (cs.batch - 1) + span(cs.M, cs.N, ldc) + 5, 3);
-  if (cs.beta == 0.0)
-    for (int64_t q = 0; q < cs.batch; ++q)
-      for (int64_t i = 0; i < cs.M; ++i)
-        for (int64_t j = 0; j < cs.N; ++j) c[static_cast<size_t>(q * stride_c + i * ldc + j)] = kNaN;
+  const Operands o = operands(cs);
+  const Buffer& a = o.a;
+  const Buffer& b = o.b;
+  const Buffer& c = o.c;
+  const int64_t lda = o.lda, ldb = o.ldb, ldc = o.ldc;
+  const int64_t stride_a = o.stride_a, stride_b = o.stride_b, stride_c = o.stride_c;
   Buffer want = c;
   reference_row_major(cs.trans_a, cs.trans_b, cs.M, cs.N, cs.K, cs.alpha, a.data(), lda, stride_a,
                       b.data(), ldb, stride_b, cs.beta, want.data(), ldc, stride_c, cs.batch);

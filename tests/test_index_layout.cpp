@@ -226,10 +226,10 @@ TEST_CASE("views: layout and storage sharing", "[layout]") {
   CHECK(base.reshape({12}).storage() == base.storage());
 }
 
-TEST_CASE("view: a non-contiguous tensor cannot be viewed, reshape can", "[layout]") {
+TEST_CASE("view: a layout that would need moved elements cannot be viewed, reshape can", "[layout]") {
   const Tensor t = arange(6).reshape({2, 3}).t();
   CHECK_THROWS_WITH(t.view({6}),
-                    Contains("view") && Contains("not contiguous") && Contains("reshape"));
+                    Contains("view") && Contains("without moving elements") && Contains("reshape"));
   CHECK(t.reshape({6}).to_vector<double>() == V{0, 3, 1, 4, 2, 5});
   CHECK_THROWS_WITH(arange(6).view({4, -1}), Contains("view"));
 }
@@ -300,8 +300,6 @@ TEST_CASE("cat and stack: errors say which tensor and which dim differ", "[index
                     Contains("cat") && Contains("tensor 2") && Contains("[2, 4]") &&
                         Contains("dim 1"));
   CHECK_THROWS_WITH(cat({a, zeros({2, 3, 1})}, 0), Contains("cat") && Contains("tensor 1"));
-  CHECK_THROWS_WITH(cat({a, zeros({2, 3}, kFloat64)}, 0),
-                    Contains("cat") && Contains("tensor 1") && Contains("float64"));
   CHECK_THROWS_WITH(cat({}, 0), Contains("cat") && Contains("empty"));
   CHECK_THROWS_WITH(cat({a}, 2), Contains("cat") && Contains("dim 2"));
   CHECK_THROWS_WITH(cat({scalar_tensor(1)}, 0), Contains("cat") && Contains("stack"));

@@ -294,7 +294,9 @@ TEST_CASE("cross_entropy: errors say what is wrong", "[cross_entropy][errors]") 
   CHECK_THAT(error_of([&] { cross_entropy(logits, tensor({1, 2, 3}, kInt64)); }),
              Contains("need a target of shape [5], got [3]"));
   CHECK_THAT(error_of([&] { cross_entropy(zeros({2, 3, 4}), tensor({1, 2}, kInt64)); }),
-             Contains("logits must be [N, C]"));
+             Contains("logits [2, 3, 4] (classes in dim 1) need a target of shape [2, 4], got [2]"));
+  CHECK_THAT(error_of([&] { cross_entropy(zeros({2, 3, 4}), full({2, 4}, 3, kInt64)); }),
+             Contains("target[0, 0] = 3 is out of range for 3 classes"));
   CHECK_THAT(error_of([&] { cross_entropy(logits, zeros({5}, kInt64), ones({9})); }),
              Contains("weight must have shape [10]"));
   CHECK_THAT(error_of([&] { cross_entropy(logits, zeros({5}, kInt64), ones({10}, kFloat64)); }),

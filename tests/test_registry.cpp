@@ -32,7 +32,8 @@ TEST_CASE("registry: every test case names a registered op", "[registry]") {
   }
 }
 
-TEST_CASE("registry: names are unique and each op card exists and names its backward", "[registry]") {
+TEST_CASE("registry: names are unique and each op card exists, names its backward and its dtype rule",
+          "[registry]") {
   std::set<std::string> names;
   for (const OpInfo& op : op_registry()) {
     INFO("op '" << op.name << "'");
@@ -42,6 +43,8 @@ TEST_CASE("registry: names are unique and each op card exists and names its back
     std::stringstream text;
     text << card.rdbuf();
     CHECK(text.str().find("// Op card:") != std::string::npos);
+    // The card states the op's dtype rule (promotion, integer inputs): core/promotion.h.
+    CHECK(text.str().find("\n// Dtypes ") != std::string::npos);
     const std::string backward = op.backward;
     if (op.differentiable && backward.rfind("(composite", 0) != 0) {
       CHECK(text.str().find(backward) != std::string::npos);

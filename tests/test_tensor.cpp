@@ -160,10 +160,9 @@ TEST_CASE("in-place ops: broadcasting, dtype conversion and errors", "[tensor]")
 TEST_CASE("errors name the op and the shapes", "[tensor][errors]") {
   CHECK_THROWS_WITH(ones({2, 3}) + ones({4}),
                     Contains("add") && Contains("[2, 3]") && Contains("[4]") && Contains("broadcast"));
-  CHECK_THROWS_WITH(ones({2}) * ones({2}, kFloat64), Contains("mul") && Contains("float32") &&
-                                                          Contains("float64"));
+  CHECK_THROWS_WITH(ones({2}, kBool) - ones({2}, kBool), Contains("sub") && Contains("bool"));
   CHECK_THROWS_WITH(ones({2, 3}).transpose(0, 2), Contains("transpose") && Contains("dim 2"));
-  CHECK_THROWS_WITH(ones({2, 3}).t().view({6}), Contains("contiguous") && Contains("reshape"));
+  CHECK_THROWS_WITH(ones({2, 3}).t().view({6}), Contains("view") && Contains("reshape"));
   CHECK_THROWS_WITH(ones({2, 3}).sum({5}), Contains("sum") && Contains("dim 5"));
 }
 

@@ -6,6 +6,7 @@
 //    that feeds it a gradient has run, so its incoming gradient is complete. Gradients arriving
 //    over several edges are summed — that is the `+=` of the chain rule when a tensor is used
 //    more than once.
+//    Every gradient is converted to its input's dtype on the way (ops promote mixed dtypes).
 // 3. Unless retain_graph, each node drops its saved tensors right after it ran; a second
 //    backward through it then fails with a clear message instead of reading freed data.
 #include <string>
@@ -15,6 +16,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/ops.h"
+#include "core/profile.h"
 
 namespace ember::autograd {
 
@@ -100,7 +102,13 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
       else out->grad = g.clone().impl_ptr();
     }
 
-    std::vector<Tensor> input_grads = node->backward(g);
+    std::vector<Tensor> input_grads;
+    if (profile::nvtx_enabled()) {
+      const profile::Range range(node->name().c_str());  // one NVTX range per backward node
+      input_grads = node->backward(g);
+    } else {
+      input_grads = node->backward(g);
+    }
     g = Tensor();
     if (!retain_graph) {
       node->release_saved();
@@ -119,6 +127,9 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
                                              " for input ", i, " of shape ",
                                              shape_str(node->input_shapes[i])));
         }
+        // Each gradient in its input's dtype: a float32 weight used in a float64 product (type
+        // promotion, core/promotion.h) gets a float32 gradient, as in PyTorch.
+        if (ig.dtype() != node->input_dtypes[i]) ig = ig.to(node->input_dtypes[i]);
         auto it = buffers.find(next);
         if (it == buffers.end() || !it->second.defined()) buffers[next] = std::move(ig);
         else it->second = add(it->second, ig);

@@ -71,6 +71,13 @@ std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output) {
   } else {
     Tensor(v->grad).add_(grad_output);
   }
+  // Post-accumulate hooks (Tensor::register_post_accumulate_grad_hook), on a copy of the list:
+  // a hook may register or remove hooks.
+  if (!v->post_accumulate_grad_hooks.empty()) {
+    const auto hooks = v->post_accumulate_grad_hooks;
+    const Tensor param(variable_);
+    for (const auto& entry : hooks) entry.second(param);
+  }
   return {};
 }
 

@@ -3,6 +3,8 @@
 // Math      out = |a|
 // Backward  dL/da = dL/dout * sign(a)   (the subgradient 0 is used at a == 0, as PyTorch does)
 // Shapes    unchanged.
+// Dtypes    a's dtype (abs(INT64_MIN) wraps to INT64_MIN); a bool tensor is an error, as in
+//           PyTorch. abs(-0.0) = +0.0.
 // Saved     a.
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Abs), unary(Sign) in backward.
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
@@ -23,6 +25,9 @@ struct AbsBackward final : ops::Node {
 }  // namespace
 
 Tensor abs(const Tensor& a) {
+  ops::check_defined("abs", a);
+  EMBER_CHECK(a.dtype() != kBool, "abs: not defined for a bool tensor (as in PyTorch): convert "
+              "it with .to(ember::kInt64) first");
   Tensor out = ops::unary_forward(kernels::UnaryOp::Abs, a, "abs");
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<AbsBackward>();

@@ -5,7 +5,10 @@
 //           d(a+b)/da = 1, so the gradient passes through unchanged; where a was broadcast
 //           (repeated) along a dimension, every copy contributed, so the copies' gradients are
 //           summed back down to a's shape.
-// Shapes    broadcast(a.shape, b.shape); a, b same dtype and device.
+// Shapes    broadcast(a.shape, b.shape); a, b on one device.
+// Dtypes    result_type(a, b) (core/promotion.h): int64 [3] + 0.5 is float32, uint8 + 1000 stays
+//           uint8. bool + bool is bool (logical or, as in PyTorch). Each gradient in its input's
+//           dtype.
 // Saved     nothing (only the input shapes, which every Node keeps).
 // Kernels   CPU: kernels/cpu/elementwise.cpp binary(Add).
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
@@ -24,9 +27,19 @@ struct AddBackward final : ops::Node {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  Tensor out = ops::binary_forward(kernels::BinaryOp::Add, a, b, "add");
+  ops::check_defined("add", a, "first operand");
+  ops::check_defined("add", b, "second operand");
+  const DType dt = result_type(a, b);
+  // bool + bool: 0/1 added as uint8, then any nonzero sum is true (logical or).
+  Tensor out = dt == kBool ? ops::binary_forward(kernels::BinaryOp::Add, a, b, "add", 1.0, kUInt8).to(kBool)
+                           : ops::binary_forward(kernels::BinaryOp::Add, a, b, "add", 1.0, dt);
   if (autograd::grad_needed({&a, &b})) autograd::connect(std::make_shared<AddBackward>(), out, {&a, &b});
   return out;
+}
+
+Tensor add(const Tensor& a, const Scalar& b) {
+  ops::check_defined("add", a, "first operand");
+  return add(a, ops::wrap(b, a));
 }
 
 }  // namespace ember

@@ -6,8 +6,10 @@
 // Backward  out's window i is a copy of t_i, so dL/dt_i = narrow(dL/dout, d, o_i, t_i.size(d))
 //           (a view of the incoming gradient: nothing is copied). stack is a composite of
 //           unsqueeze and cat and needs no backward of its own.
-// Shapes    all inputs: one dtype, one device, one rank, equal sizes except in d (stack: equal
-//           shapes); out.size(d) = sum of the inputs' sizes in d. d may be negative.
+// Shapes    all inputs: one device, one rank, equal sizes except in d (stack: equal shapes);
+//           out.size(d) = sum of the inputs' sizes in d. d may be negative.
+// Dtypes    result_type of all inputs (int64 and float32 parts give float32); each gradient in
+//           its input's dtype.
 // Saved     d and each input's size in d.
 // Kernels   CPU: kernels/cpu/elementwise.cpp copy, once per input, from the input (any layout)
 //           into its window of the freshly allocated output.
@@ -38,8 +40,6 @@ void check_cat_inputs(const std::vector<Tensor>& tensors, int64_t d) {
   const Tensor& first = tensors[0];
   for (size_t i = 1; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
-    EMBER_CHECK(t.dtype() == first.dtype(), "cat: tensor ", i, " is ", t.dtype(),
-                " but tensor 0 is ", first.dtype(), ": convert them to one dtype with .to()");
     EMBER_CHECK_T(DeviceError, t.device() == first.device(), "cat: tensor ", i, " is on ",
                   t.device(), " but tensor 0 is on ", first.device(),
                   ": move them to one device with .to()");
@@ -69,7 +69,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   Shape out_shape = first.shape();
   out_shape[d] = 0;
   for (const Tensor& t : tensors) out_shape[d] += t.shape()[d];
-  Tensor out = ops::new_output(out_shape, first);
+  Tensor out = ops::new_output(out_shape, first, result_type(tensors));
 
   // Each input lands in its own window of out. The copy kernel is called directly rather than
   // through copy_(): copy_ refuses a source that requires grad while the tape records, and
@@ -104,7 +104,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
                 shape_str(tensors[0].shape()), ": stack needs tensors of one shape (cat joins "
                 "tensors that differ along the joined dim)");
   }
-  const int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  const int64_t d = wrap_insert_dim(dim, tensors[0].dim(), "stack");
   std::vector<Tensor> parts;
   parts.reserve(tensors.size());
   for (const Tensor& t : tensors) parts.push_back(unsqueeze(t, d));

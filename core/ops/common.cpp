@@ -9,13 +9,20 @@ namespace ember::ops {
 
 Tensor unary_forward(kernels::UnaryOp op, const Tensor& a, const char* name, double param) {
   check_defined(name, a);
-  Tensor out = new_output(a.shape(), a);
-  const auto L = make_loop<2>(a.shape(), {&out, &a}, name);
-  if (a.is_cuda()) {
-    cuda::DeviceGuard guard(a.device());
-    kernels::cuda::unary(op, a.dtype(), L, out.raw_data(), a.raw_data(), param);
+  return unary_forward(op, a, name, param, a.dtype());
+}
+
+Tensor unary_forward(kernels::UnaryOp op, const Tensor& a, const char* name, double param,
+                     DType dtype) {
+  check_defined(name, a);
+  const Tensor x = cast_for_compute(a, dtype);
+  Tensor out = new_output(x.shape(), x);
+  const auto L = make_loop<2>(x.shape(), {&out, &x}, name);
+  if (x.is_cuda()) {
+    cuda::DeviceGuard guard(x.device());
+    kernels::cuda::unary(op, dtype, L, out.raw_data(), x.raw_data(), param);
   } else {
-    kernels::cpu::unary(op, a.dtype(), L, out.raw_data(), a.raw_data(), param);
+    kernels::cpu::unary(op, dtype, L, out.raw_data(), x.raw_data(), param);
   }
   return out;
 }
@@ -24,18 +31,38 @@ Tensor binary_forward(kernels::BinaryOp op, const Tensor& a, const Tensor& b, co
                       double alpha) {
   check_defined(name, a, "first operand");
   check_defined(name, b, "second operand");
+  return binary_forward(op, a, b, name, alpha, result_type(a, b));
+}
+
+Tensor binary_forward(kernels::BinaryOp op, const Tensor& a, const Tensor& b, const char* name,
+                      double alpha, DType dtype) {
+  check_defined(name, a, "first operand");
+  check_defined(name, b, "second operand");
   check_same_device(name, a, b);
-  check_same_dtype(name, a, b);
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
-  Tensor out = new_output(shape, a);
-  const auto L = make_loop<3>(shape, {&out, &a, &b}, name);
-  if (a.is_cuda()) {
-    cuda::DeviceGuard guard(a.device());
-    kernels::cuda::binary(op, a.dtype(), L, out.raw_data(), a.raw_data(), b.raw_data(), alpha);
+  const Tensor x = cast_for_compute(a, dtype), y = cast_for_compute(b, dtype);
+  Tensor out = new_output(shape, x, dtype);
+  const auto L = make_loop<3>(shape, {&out, &x, &y}, name);
+  if (x.is_cuda()) {
+    cuda::DeviceGuard guard(x.device());
+    kernels::cuda::binary(op, dtype, L, out.raw_data(), x.raw_data(), y.raw_data(), alpha);
   } else {
-    kernels::cpu::binary(op, a.dtype(), L, out.raw_data(), a.raw_data(), b.raw_data(), alpha);
+    kernels::cpu::binary(op, dtype, L, out.raw_data(), x.raw_data(), y.raw_data(), alpha);
   }
   return out;
+}
+
+void check_no_zero_divisor(const char* op, const Tensor& divisor) {
+  if (is_floating(divisor.dtype()) || divisor.numel() == 0) return;
+  // eq(divisor, 0) is a bool tensor; its sum counts the zeros (one device round trip on a GPU).
+  const Tensor zeros_found = sum(eq(divisor.detach(), Scalar(0)));
+  const auto n = static_cast<int64_t>(zeros_found.item());
+  if (n == 0) return;
+  throw ValueError(detail::concat(
+      op, ": integer division by zero (the ", divisor.dtype(), " divisor of shape ",
+      shape_str(divisor.shape()), " holds ", n, " zero", n == 1 ? "" : "s",
+      "). Integers have no value for x / 0: divide as floats (true division, or convert with "
+      ".to(ember::kFloat32)), or keep zeros out of the divisor"));
 }
 
 void copy_values(const Tensor& dst, const Tensor& src, const char* op) {

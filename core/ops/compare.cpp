@@ -5,8 +5,10 @@
 // Backward  none. The output is a step function of a and b (its derivative is zero wherever it
 //           exists) and a bool tensor cannot carry a gradient, so the output never requires grad
 //           and no node is recorded. To differentiate through a choice, use where(cond, a, b).
-// Shapes    broadcast(a.shape, b.shape); a, b of one dtype (any, bool included) and one device;
-//           the output is kBool.
+// Shapes    broadcast(a.shape, b.shape); a, b on one device; the output is kBool.
+// Dtypes    a and b (any dtypes, bool included) are compared in result_type(a, b): int64 [3] vs
+//           2.5 compares as float32 (2 < 2.5); uint8 [3] vs 300 compares as uint8, where 300 is
+//           44 (as in PyTorch).
 // Saved     nothing.
 // Kernels   CPU: kernels/cpu/elementwise.cpp compare.
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
@@ -22,17 +24,23 @@ Tensor compare_forward(kernels::CompareOp op, const Tensor& a, const Tensor& b,
   ops::check_defined(name, a, "first operand");
   ops::check_defined(name, b, "second operand");
   ops::check_same_device(name, a, b);
-  ops::check_same_dtype(name, a, b);
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  const DType dt = result_type(a, b);
+  const Tensor x = cast_for_compute(a, dt), y = cast_for_compute(b, dt);
   Tensor out = ops::new_output(shape, a, kBool);
-  const auto L = make_loop<3>(shape, {&out, &a, &b}, name);
+  const auto L = make_loop<3>(shape, {&out, &x, &y}, name);
   if (a.is_cuda()) {
     cuda::DeviceGuard guard(a.device());
-    kernels::cuda::compare(op, a.dtype(), L, out.data_ptr<bool>(), a.raw_data(), b.raw_data());
+    kernels::cuda::compare(op, dt, L, out.data_ptr<bool>(), x.raw_data(), y.raw_data());
   } else {
-    kernels::cpu::compare(op, a.dtype(), L, out.data_ptr<bool>(), a.raw_data(), b.raw_data());
+    kernels::cpu::compare(op, dt, L, out.data_ptr<bool>(), x.raw_data(), y.raw_data());
   }
   return out;
+}
+
+Tensor compare_scalar(kernels::CompareOp op, const Tensor& a, const Scalar& b, const char* name) {
+  ops::check_defined(name, a, "first operand");
+  return compare_forward(op, a, ops::wrap(b, a), name);
 }
 }  // namespace
 
@@ -58,6 +66,25 @@ Tensor gt(const Tensor& a, const Tensor& b) {
 
 Tensor ge(const Tensor& a, const Tensor& b) {
   return compare_forward(kernels::CompareOp::Ge, a, b, "ge");
+}
+
+Tensor eq(const Tensor& a, const Scalar& b) {
+  return compare_scalar(kernels::CompareOp::Eq, a, b, "eq");
+}
+Tensor ne(const Tensor& a, const Scalar& b) {
+  return compare_scalar(kernels::CompareOp::Ne, a, b, "ne");
+}
+Tensor lt(const Tensor& a, const Scalar& b) {
+  return compare_scalar(kernels::CompareOp::Lt, a, b, "lt");
+}
+Tensor le(const Tensor& a, const Scalar& b) {
+  return compare_scalar(kernels::CompareOp::Le, a, b, "le");
+}
+Tensor gt(const Tensor& a, const Scalar& b) {
+  return compare_scalar(kernels::CompareOp::Gt, a, b, "gt");
+}
+Tensor ge(const Tensor& a, const Scalar& b) {
+  return compare_scalar(kernels::CompareOp::Ge, a, b, "ge");
 }
 
 }  // namespace ember

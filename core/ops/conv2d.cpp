@@ -22,6 +22,8 @@
 //             P = (H + 2*pad_h - dil_h*(R-1) - 1) / stride_h + 1,  Q likewise;
 //           the dilated kernel dil*(R-1)+1 must fit in the padded input H + 2*pad (P >= 1).
 //           stride, dilation >= 1, padding >= 0; float32/float64; all on one device. groups = 1.
+// Dtypes    float32 or float64; input, weight and bias of one dtype, kept (integer tensors are
+//           refused: docs/from_pytorch.md, integer-matmul-conv).
 // Saved     the input (when the weight needs a gradient) and the weight (when the input does),
 //           both contiguous.
 // Kernels   CPU: kernels/cpu/conv.cpp conv2d_forward, conv2d_backward_input,

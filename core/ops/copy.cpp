@@ -5,6 +5,9 @@
 // Backward  dL/da = dL/dout, converted back to a's dtype (to_dtype) or moved back to a's device
 //           (to_device): a copy is the identity, so only the place of the gradient changes.
 // Shapes    unchanged.
+// Dtypes    contiguous and clone keep a's dtype; to_dtype converts (floats to integers toward
+//           zero, out-of-range values as an x86 CPU converts them, like PyTorch there; to bool:
+//           nonzero is true). A gradient goes back in a's dtype.
 // Saved     nothing (to_device keeps a's device).
 // Kernels   CPU: kernels/cpu/elementwise.cpp copy (strided gather + cast; memcpy when both sides
 //           are contiguous and of one dtype). CUDA: kernels/cuda/elementwise.cu copy.

@@ -1,22 +1,32 @@
 // Op card: cross_entropy — softmax + negative log-likelihood of the target class, fused.
 //
-// Math      for row i with target t_i (rows with t_i == ignore_index are left out):
-//             loss_i = w[t_i] * -log softmax(logits_i)[t_i] = w[t_i] * (lse_i - logits[i, t_i])
-//           with lse_i = log sum_c exp(logits[i, c]) and w = 1 without a weight.
-//           Reduction::None -> loss [N] (0 for ignored rows); Sum -> sum_i loss_i;
-//           Mean -> sum_i loss_i / sum_i w[t_i] over the rows not ignored (the weighted mean,
+// Math      for row r with target t_r (rows with t_r == ignore_index are left out):
+//             loss_r = w[t_r] * -log softmax(logits_r)[t_r] = w[t_r] * (lse_r - logits[r, t_r])
+//           with lse_r = log sum_c exp(logits[r, c]) and w = 1 without a weight. A row is one
+//           sample of logits [N, C], or one position (n, d1, ..., dk) of logits
+//           [N, C, d1, ..., dk], whose C scores are logits[n, :, d1, ..., dk] (segmentation).
+//           Reduction::None -> loss shaped like target (0 for ignored rows); Sum -> sum_r loss_r;
+//           Mean -> sum_r loss_r / sum_r w[t_r] over the rows not ignored (the weighted mean,
 //           exactly as torch.nn.functional.cross_entropy; without a weight, divided by the number
 //           of rows not ignored; nan when every row is ignored, as in PyTorch).
-// Backward  d lse_i / d logits[i, c] = softmax[i, c] and d logits[i, t] / d logits[i, c] is
-//           [c == t], so  dL/dlogits[i, c] = g_i * w[t_i] * (softmax[i, c] - [c == t_i])
-//           where g_i = dL/dloss_i (None), dL/dout (Sum) or dL/dout / sum w (Mean); 0 for ignored
-//           rows. softmax[i, c] = exp(logits[i, c] - lse_i) from the saved lse: one fused kernel.
+// Backward  d lse_r / d logits[r, c] = softmax[r, c] and d logits[r, t] / d logits[r, c] is
+//           [c == t], so  dL/dlogits[r, c] = g_r * w[t_r] * (softmax[r, c] - [c == t_r])
+//           where g_r = dL/dloss_r (None), dL/dout (Sum) or dL/dout / sum w (Mean); 0 for ignored
+//           rows. softmax[r, c] = exp((logits[r, c] - max_r) - logsum_r) from the two saved row
+//           statistics (not from a rounded lse_r, which would cost float32 logits of 1e4 four
+//           digits of their gradient: kernels/cpu/cross_entropy.h). One fused kernel.
 //           No gradient for target (integers) or weight (PyTorch has none either).
-// Shapes    logits [N, C] float, target int64 [N] with values in [0, C) or == ignore_index,
-//           weight [C] (optional); also logits [C] with a 0-d target (one sample), as PyTorch.
-// Saved     logits, target, weight (contiguous), lse [N], and the divisor of the mean.
+// Shapes    logits [N, C] float with target int64 [N]; logits [N, C, d1, ..., dk] with target
+//           [N, d1, ..., dk]; logits [C] with a 0-d target (one sample). Target values in
+//           [0, C) or == ignore_index; weight [C] (optional).
+// Dtypes    logits float32 or float64 (the output's dtype); target int64; weight of the logits'
+//           dtype.
+// Saved     logits, target, weight (contiguous), the row stats [2, R] (max, log of the shifted
+//           sum; R = N * d1 * ... * dk), and the divisor of the mean.
 // Kernels   CPU: kernels/cpu/cross_entropy.cpp cross_entropy_forward, cross_entropy_backward.
 //           CUDA: kernels/cuda/cross_entropy.cu (the mean's divisor stays on the device).
+#include <algorithm>
+
 #include "core/cuda.h"
 #include "core/ops/common.h"
 #include "kernels/cpu/cross_entropy.h"
@@ -27,7 +37,7 @@ namespace ember {
 
 namespace {
 struct CrossEntropyBackward final : ops::Node {
-  ops::SavedTensor logits, target, weight, lse;
+  ops::SavedTensor logits, target, weight, stats;
   Reduction reduction = Reduction::Mean;
   int64_t ignore_index = -100;
   double scale = 1.0;  // 1 / sum of weights for Mean, else 1 (CPU)
@@ -37,22 +47,23 @@ struct CrossEntropyBackward final : ops::Node {
     const Tensor x = logits.unpack(*this, "logits");
     const Tensor t = target.unpack(*this, "target");
     const Tensor w = weight.defined() ? weight.unpack(*this, "weight") : Tensor();
-    const Tensor l = lse.unpack(*this, "lse");
+    const Tensor st = stats.unpack(*this, "row stats");
     const Tensor gc = g.contiguous();
     Tensor gx = ops::new_output(x.shape(), x);
     // Reduction::None sends one gradient per row; Sum and Mean one for all rows (stride 0).
     const int64_t grad_stride = reduction == Reduction::None ? 1 : 0;
     const void* wp = w.defined() ? w.raw_data() : nullptr;
+    const int64_t N = x.size(0), C = x.size(1), S = x.numel() / std::max<int64_t>(N * C, 1);
     if (x.is_cuda()) {
       cuda::DeviceGuard guard(x.device());
-      kernels::cuda::cross_entropy_backward(x.dtype(), x.size(0), x.size(1), x.raw_data(),
-                                            t.data_ptr<int64_t>(), wp, ignore_index, l.raw_data(),
+      kernels::cuda::cross_entropy_backward(x.dtype(), N, C, S, x.raw_data(),
+                                            t.data_ptr<int64_t>(), wp, ignore_index, st.raw_data(),
                                             gc.raw_data(), grad_stride,
                                             divisor.defined() ? divisor.raw_data() : nullptr,
                                             gx.raw_data());
     } else {
-      kernels::cpu::cross_entropy_backward(x.dtype(), x.size(0), x.size(1), x.raw_data(),
-                                           t.data_ptr<int64_t>(), wp, ignore_index, l.raw_data(),
+      kernels::cpu::cross_entropy_backward(x.dtype(), N, C, S, x.raw_data(),
+                                           t.data_ptr<int64_t>(), wp, ignore_index, st.raw_data(),
                                            gc.raw_data(), grad_stride, scale, gx.raw_data());
     }
     return {gx};
@@ -61,7 +72,7 @@ struct CrossEntropyBackward final : ops::Node {
     logits.reset();
     target.reset();
     weight.reset();
-    lse.reset();
+    stats.reset();
     divisor = Tensor();
   }
 };
@@ -81,16 +92,21 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
                                ignore_index);
     return reduction == Reduction::None ? out.reshape({}) : out;
   }
-  EMBER_CHECK(logits.dim() == 2, "cross_entropy: logits must be [N, C] (or [C] with a 0-d "
-              "target), got shape ", shape_str(logits.shape()), ": flatten the extra dims first");
+  EMBER_CHECK(logits.dim() >= 2, "cross_entropy: logits must be [N, C], [N, C, d1, ..., dk] or "
+              "[C] (with a 0-d target), got a 0-d tensor");
   ops::check_float(op, logits);
   ops::check_same_device(op, logits, target);
   EMBER_CHECK(target.dtype() == kInt64, "cross_entropy: target must hold int64 class indices, "
               "got ", target.dtype(), " (convert with .to(ember::kInt64))");
+  // Rows: N samples times the positions d1 * ... * dk (S of them) of each.
   const int64_t N = logits.size(0), C = logits.size(1);
-  EMBER_CHECK(target.dim() == 1 && target.size(0) == N, "cross_entropy: logits ",
-              shape_str(logits.shape()), " need a target of shape [", N, "], got ",
-              shape_str(target.shape()));
+  Shape target_shape = logits.shape();
+  target_shape.erase(target_shape.begin() + 1);
+  EMBER_CHECK(target.shape() == target_shape, "cross_entropy: logits ", shape_str(logits.shape()),
+              " (classes in dim 1) need a target of shape ", shape_str(target_shape),
+              ", got ", shape_str(target.shape()));
+  const int64_t R = shape_numel(target_shape);
+  const int64_t S = N > 0 ? R / N : 0;
   if (weight.defined()) {
     ops::check_same_device(op, logits, weight);
     ops::check_same_dtype(op, logits, weight);
@@ -108,22 +124,29 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
   int64_t bad = -1;
   if (t.is_cuda()) {
     cuda::DeviceGuard guard(t.device());
-    bad = kernels::cuda::first_out_of_range(t.data_ptr<int64_t>(), N, C, true, ignore_index);
+    bad = kernels::cuda::first_out_of_range(t.data_ptr<int64_t>(), R, C, true, ignore_index);
   } else {
     const int64_t* tv = t.data_ptr<int64_t>();
-    for (int64_t i = 0; i < N && bad < 0; ++i)
+    for (int64_t i = 0; i < R && bad < 0; ++i)
       if (tv[i] != ignore_index && (tv[i] < 0 || tv[i] >= C)) bad = i;
   }
   if (bad >= 0) {
-    throw ValueError(detail::concat("cross_entropy: target[", bad, "] = ", t[bad].item<int64_t>(),
+    // The position as coordinates of target: [n, d1, ..., dk].
+    Shape at(target_shape.size());
+    for (int64_t d = static_cast<int64_t>(at.size()) - 1, rest = bad; d >= 0; --d) {
+      at[d] = rest % target_shape[d];
+      rest /= target_shape[d];
+    }
+    const int64_t value = t.reshape({R})[bad].item<int64_t>();
+    throw ValueError(detail::concat("cross_entropy: target", shape_str(at), " = ", value,
                                     " is out of range for ", C, " classes (valid: 0 to ", C - 1,
                                     ", or ignore_index ", ignore_index, ")"));
   }
   const Tensor x = logits.detach().contiguous();
   const Tensor w = weight.defined() ? weight.detach().contiguous() : Tensor();
   const void* wp = w.defined() ? w.raw_data() : nullptr;
-  Tensor loss = ops::new_output({N}, logits);
-  Tensor lse = ops::new_output({N}, logits);
+  Tensor loss = ops::new_output(target_shape, logits);
+  Tensor stats = ops::new_output({2, R}, logits);
 
   Tensor out;
   double scale = 1.0;
@@ -139,15 +162,15 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
       weight_sum = ops::new_output({}, logits);
     }
     kernels::cuda::cross_entropy_forward(
-        x.dtype(), N, C, x.raw_data(), t.data_ptr<int64_t>(), wp, ignore_index, loss.raw_data(),
-        lse.raw_data(), red, out.defined() ? out.raw_data() : nullptr,
+        x.dtype(), N, C, S, x.raw_data(), t.data_ptr<int64_t>(), wp, ignore_index, loss.raw_data(),
+        stats.raw_data(), red, out.defined() ? out.raw_data() : nullptr,
         weight_sum.defined() ? weight_sum.raw_data() : nullptr);
     if (reduction == Reduction::None) out = loss;
     if (reduction == Reduction::Mean) divisor = weight_sum;
   } else {
     const kernels::cpu::CrossEntropySums sums = kernels::cpu::cross_entropy_forward(
-        x.dtype(), N, C, x.raw_data(), t.data_ptr<int64_t>(), wp, ignore_index, loss.raw_data(),
-        lse.raw_data());
+        x.dtype(), N, C, S, x.raw_data(), t.data_ptr<int64_t>(), wp, ignore_index, loss.raw_data(),
+        stats.raw_data());
     switch (reduction) {
       case Reduction::None: out = loss; break;
       case Reduction::Sum: out = ops::scalar_like(sums.loss, logits); break;
@@ -162,7 +185,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
     node->logits = ops::SavedTensor(x);
     node->target = ops::SavedTensor(t);
     if (w.defined()) node->weight = ops::SavedTensor(w);
-    node->lse = ops::SavedTensor(lse);
+    node->stats = ops::SavedTensor(stats);
     node->reduction = reduction;
     node->ignore_index = ignore_index;
     node->scale = scale;

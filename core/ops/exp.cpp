@@ -3,8 +3,9 @@
 // Math      out = e^a
 // Backward  dL/da = dL/dout * out   (e^a is its own derivative, so the output is saved, not a)
 // Shapes    unchanged.
+// Dtypes    a's dtype when floating; integers and bools give float32 (the default float dtype).
 // Saved     out.
-// Kernels   CPU: kernels/cpu/elementwise.cpp unary(Exp) (Eigen's vectorized exp when contiguous).
+// Kernels   CPU: kernels/cpu/elementwise.cpp unary(Exp) (the C library's exp).
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 
@@ -21,8 +22,7 @@ struct ExpBackward final : ops::Node {
 
 Tensor exp(const Tensor& a) {
   ops::check_defined("exp", a);
-  ops::check_float("exp", a);
-  Tensor out = ops::unary_forward(kernels::UnaryOp::Exp, a, "exp");
+  Tensor out = ops::unary_forward(kernels::UnaryOp::Exp, a, "exp", 0.0, ops::float_result(a.dtype()));
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<ExpBackward>();
     node->out = ops::SavedTensor(out);

@@ -5,6 +5,7 @@
 // Backward  dL/da = sum_to(dL/dout, a.shape): each element of a was read by every position it
 //           was repeated to, so their gradients add up.
 // Shapes    a's shape, right-aligned, must be 1 or equal to the target in every dimension.
+// Dtypes    a's dtype.
 // Saved     nothing.
 // Kernels   none forward (a view); backward: sum_to (core/ops/sum.cpp).
 #include "core/ops/common.h"

@@ -14,6 +14,8 @@
 // Shapes    index.dim() == a.dim() (== src.dim()); index.size(k) <= a.size(k) for k != d;
 //           index.size(k) <= src.size(k) for every k. gather's output has index's shape.
 //           Index values in [0, a.size(d)). As in PyTorch, only the index's extent is used.
+// Dtypes    a's dtype (scatter_add: src of a's dtype; bool scatter_add is a logical or, counted in
+//           int64); index int64.
 // Saved     the index (int64, never differentiated) and d.
 // Kernels   CPU: kernels/cpu/index.cpp gather, scatter_add (line by line along d; scatter_add
 //           splits lines across threads, so repeated indices never race).
@@ -167,6 +169,12 @@ Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tens
   }
   const Tensor ix = index.contiguous();
   check_index_values("scatter_add", ix, d, a.shape()[d]);
+  if (a.dtype() == kBool) {
+    // bool: the sums counted in int64 (so that no count wraps to 0), nonzero is true: a logical
+    // or, as in PyTorch.
+    NoGradGuard no_grad;
+    return scatter_add(a.to(kInt64), dim, ix, src.to(kInt64)).ne(Scalar(0));
+  }
 
   // out starts as a copy of a; the kernel then adds src into it in place.
   Tensor out = ops::new_output(a.shape(), a);

@@ -13,6 +13,8 @@
 //                             = index_select(dL/dout, d, index)          -> IndexAddBackward
 // Shapes    index: 1-d int64 of length n, values in [0, a.size(d)). index_select's output is
 //           a's shape with size n at d; index_add's src must have exactly that shape.
+// Dtypes    a's dtype (index_add: src of a's dtype; bool index_add is a logical or); index
+//           int64.
 // Saved     the index and d.
 // Kernels   CPU: kernels/cpu/index.cpp index_select (one memcpy per row of `inner` elements,
 //           rows split across threads), index_add (threads own destination rows: no races).
@@ -128,6 +130,11 @@ Tensor index_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor
               " with dim ", d, " replaced by the index length ", index.numel(), ")");
   const Tensor ix = index.contiguous();
   check_index_values("index_add", ix, d, a.shape()[d]);
+  if (a.dtype() == kBool) {
+    // bool: counted in int64, nonzero is true (a logical or, as in PyTorch).
+    NoGradGuard no_grad;
+    return index_add(a.to(kInt64), dim, ix, src.to(kInt64)).ne(Scalar(0));
+  }
 
   // out starts as a contiguous copy of a; the kernel adds src's rows into it in place.
   Tensor out = ops::new_output(a.shape(), a);

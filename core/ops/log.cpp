@@ -3,6 +3,7 @@
 // Math      out = ln(a)       (a <= 0 gives -inf / nan, as in PyTorch)
 // Backward  dL/da = dL/dout / a
 // Shapes    unchanged.
+// Dtypes    a's dtype when floating; integers and bools give float32 (the default float dtype).
 // Saved     a.
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Log).
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
@@ -21,8 +22,7 @@ struct LogBackward final : ops::Node {
 
 Tensor log(const Tensor& a) {
   ops::check_defined("log", a);
-  ops::check_float("log", a);
-  Tensor out = ops::unary_forward(kernels::UnaryOp::Log, a, "log");
+  Tensor out = ops::unary_forward(kernels::UnaryOp::Log, a, "log", 0.0, ops::float_result(a.dtype()));
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<LogBackward>();
     node->a = ops::SavedTensor(a);

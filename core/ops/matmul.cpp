@@ -12,9 +12,13 @@
 //           The dims added for 1-d operands are added to dL/dout as well, then removed again.
 // Shapes    a [..., M, K] (or [K]), b [..., K, N] (or [K]); out = broadcast(batch) + [M, N]
 //           without the dims added for 1-d operands. Same dtype (float32/float64) and device.
+// Dtypes    float32 or float64, a and b of one dtype, kept (as in PyTorch; integer matrices are
+//           refused: docs/from_pytorch.md, integer-matmul-conv).
 // Saved     a (only if b needs a gradient) and b (only if a needs one).
 // Kernels   CPU: kernels/cpu/gemm.cpp gemm (Eigen's GEMM), called once per batch matrix.
-//           CUDA: kernels/cuda/gemm.cu gemm / gemm_batched (cuBLAS).
+//           CUDA: kernels/cuda/gemm.cu gemm / gemm_batched: cuBLAS, or ember's own kernel
+//           (kernels/cuda/gemm_tiled.cu) after cuda::set_gemm_backend(GemmBackend::Ember) and
+//           always in the emulation build.
 //
 // No copies on the hot path: a matrix whose last stride is 1 is passed as stored; one whose
 // second-to-last stride is 1 (a transposed view such as W.t()) is passed with the transpose

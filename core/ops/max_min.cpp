@@ -13,6 +13,7 @@
 // Shapes    dim d removed (kept as size 1 with keepdim); the all-elements forms give 0-d.
 //           indices are int64. The reduced dim must not be empty (the max of nothing is undefined).
 //           A 0-d input has one element: dim 0 or -1 names it.
+// Dtypes    values keep a's dtype (every dtype, bool included); indices int64.
 // Saved     indices (the forward's own int64 output) and the [outer, r, inner] sizes.
 // Kernels   CPU: kernels/cpu/reduce.cpp reduce_max_min (forward), reduce_max_min_backward.
 //           CUDA: kernels/cuda/reduce.cu, the same functions (warp-shuffle reductions).

@@ -6,6 +6,8 @@
 //           dL/dtarget = -2 d g. Both inputs may require grad.
 // Shapes    input and target of exactly the same shape (PyTorch broadcasts with a warning, which
 //           usually hides a bug such as [N] vs [N, 1]; ember refuses). Same dtype and device.
+// Dtypes    result_type(input, target) through sub, mul and mean (float32 with float64 is float64);
+//           float inputs.
 // Saved     what sub and mul save.
 // Kernels   CPU: kernels/cpu/elementwise.cpp (sub, mul), kernels/cpu/reduce.cpp (sum, mean).
 //           CUDA: kernels/cuda/elementwise.cu and kernels/cuda/reduce.cu, the same ops.

@@ -3,6 +3,8 @@
 // Math      out = -a
 // Backward  dL/da = -dL/dout
 // Shapes    unchanged.
+// Dtypes    a's dtype; integers wrap (-INT64_MIN = INT64_MIN). A bool tensor is an error (as in
+//           PyTorch: a mask is inverted with logical_not, here eq(mask, false)).
 // Saved     nothing.
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Neg).
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
@@ -18,6 +20,9 @@ struct NegBackward final : ops::Node {
 }  // namespace
 
 Tensor neg(const Tensor& a) {
+  ops::check_defined("neg", a);
+  EMBER_CHECK(a.dtype() != kBool, "neg: negation of a bool tensor is not supported (as in "
+              "PyTorch): to invert a mask use eq(mask, false)");
   Tensor out = ops::unary_forward(kernels::UnaryOp::Neg, a, "neg");
   if (autograd::grad_needed({&a})) autograd::connect(std::make_shared<NegBackward>(), out, {&a});
   return out;

@@ -3,6 +3,7 @@
 // Math      out[i_p0, i_p1, ...] = a[i_0, i_1, ...] for permutation p.
 // Backward  dL/da = permute(dL/dout, inverse(p)).
 // Shapes    out.shape[k] = a.shape[p[k]].
+// Dtypes    a's dtype.
 // Saved     the permutation.
 // Kernels   none (a view).
 #include <algorithm>

@@ -22,6 +22,7 @@
 //           kernel >= 1; stride >= 1, or 0 meaning "the kernel size" (PyTorch's default);
 //           0 <= padding <= kernel / 2 (PyTorch's rule: with more padding a window could lie in
 //           the padding alone); H, W >= 1 and P, Q >= 1. float32 / float64.
+// Dtypes    float32 or float64, kept (integer images are refused: convert them first).
 // Saved     max: the int64 indices [N, C, P, Q] (flat positions within each H x W plane).
 //           avg: nothing (only the sizes).
 // Kernels   CPU: kernels/cpu/pool.cpp max_pool2d_forward / _backward, avg_pool2d_forward /

@@ -3,6 +3,7 @@
 // Math      out = max(a, 0)
 // Backward  dL/da = dL/dout where out > 0, else 0 (the subgradient 0 at a == 0, as PyTorch)
 // Shapes    unchanged.
+// Dtypes    a's dtype (integers too); a bool tensor is an error, as in PyTorch. relu(NaN) = NaN.
 // Saved     out (the backward is cheapest written in terms of the output).
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Relu), binary(ReluBackward).
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
@@ -24,7 +25,8 @@ struct ReluBackward final : ops::Node {
 
 Tensor relu(const Tensor& a) {
   ops::check_defined("relu", a);
-  ops::check_float("relu", a);
+  EMBER_CHECK(a.dtype() != kBool, "relu: not defined for a bool tensor (as in PyTorch): convert "
+              "it with .to(ember::kFloat32) first");
   Tensor out = ops::unary_forward(kernels::UnaryOp::Relu, a, "relu");
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<ReluBackward>();

@@ -3,6 +3,7 @@
 // Math      out = 1 / (1 + e^-a)
 // Backward  dL/da = dL/dout * out * (1 - out)   (s' = s (1 - s))
 // Shapes    unchanged.
+// Dtypes    a's dtype when floating; integers and bools give float32 (the default float dtype).
 // Saved     out (the backward is cheapest written in terms of the output).
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Sigmoid), binary(SigmoidBackward).
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
@@ -24,8 +25,7 @@ struct SigmoidBackward final : ops::Node {
 
 Tensor sigmoid(const Tensor& a) {
   ops::check_defined("sigmoid", a);
-  ops::check_float("sigmoid", a);
-  Tensor out = ops::unary_forward(kernels::UnaryOp::Sigmoid, a, "sigmoid");
+  Tensor out = ops::unary_forward(kernels::UnaryOp::Sigmoid, a, "sigmoid", 0.0, ops::float_result(a.dtype()));
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<SigmoidBackward>();
     node->out = ops::SavedTensor(out);

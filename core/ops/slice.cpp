@@ -6,6 +6,7 @@
 // Backward  dL/da is zero outside the window and dL/dout inside it: a zero tensor of a's shape
 //           whose same window receives dL/dout (copy_ into the matching view).
 // Shapes    see Math; start/end are clamped like Python slices, negative values count from the end.
+// Dtypes    a's dtype.
 // Saved     dim, start, step (and whether the dim was removed).
 // Kernels   none forward (a view); backward: kernels/cpu/elementwise.cpp fill + copy.
 #include <algorithm>

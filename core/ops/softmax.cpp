@@ -10,6 +10,7 @@
 //                           dL/da_j = g_j - exp(y_j) sum_i g_i
 //           Both need only the output y and one sum along d: one fused kernel each.
 // Shapes    out.shape == a.shape; d may be negative. A 0-d tensor takes d in {0, -1}.
+// Dtypes    float32 or float64, kept (integers are refused, as in PyTorch).
 // Saved     the output y.
 // Kernels   CPU: kernels/cpu/softmax.cpp softmax_forward, softmax_backward, on the contiguous
 //           [outer, D, inner] form of the tensor (a non-contiguous input is copied first).

@@ -3,6 +3,7 @@
 // Math      out = sqrt(a)
 // Backward  dL/da = dL/dout / (2 * out)     (d sqrt(a)/da = 1 / (2 sqrt(a)))
 // Shapes    unchanged.
+// Dtypes    a's dtype when floating; integers and bools give float32 (the default float dtype).
 // Saved     out.
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Sqrt).
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
@@ -24,8 +25,7 @@ struct SqrtBackward final : ops::Node {
 
 Tensor sqrt(const Tensor& a) {
   ops::check_defined("sqrt", a);
-  ops::check_float("sqrt", a);
-  Tensor out = ops::unary_forward(kernels::UnaryOp::Sqrt, a, "sqrt");
+  Tensor out = ops::unary_forward(kernels::UnaryOp::Sqrt, a, "sqrt", 0.0, ops::float_result(a.dtype()));
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<SqrtBackward>();
     node->out = ops::SavedTensor(out);

@@ -4,6 +4,7 @@
 //           view of a unchanged, as PyTorch does); unsqueeze(a, d) inserts a size-1 dim at d.
 // Backward  dL/da = reshape(dL/dout, a.shape).
 // Shapes    see Math; unsqueeze accepts d in [-(ndim+1), ndim].
+// Dtypes    a's dtype.
 // Saved     nothing.
 // Kernels   none (views).
 #include "core/ops/common.h"
@@ -41,7 +42,7 @@ Tensor squeeze(const Tensor& a, int64_t dim) {
 
 Tensor unsqueeze(const Tensor& a, int64_t dim) {
   ops::check_defined("unsqueeze", a);
-  dim = wrap_dim(dim, a.dim() + 1, "unsqueeze");
+  dim = wrap_insert_dim(dim, a.dim(), "unsqueeze");
   Shape shape = a.shape(), strides = a.strides();
   const int64_t stride = dim < a.dim() ? strides[dim] * shape[dim] : 1;
   shape.insert(shape.begin() + dim, 1);

@@ -5,6 +5,10 @@
 // Backward  every input element contributed with coefficient 1 (mean: 1/r), so
 //           dL/da = expand(reshape(dL/dout, keepdim shape), a.shape)  (divided by r for mean).
 // Shapes    reduced dims removed (or kept as 1 with keepdim); dims empty = all dims -> 0-d.
+// Dtypes    sum of a float tensor keeps its dtype (accumulated in double); integers and bools
+//           are summed in int64 and give int64 (a uint8 sum does not wrap at 256), as in
+//           PyTorch. mean of integers and bools is float32 (computed in float64); PyTorch
+//           refuses that (ember's choice, docs/from_pytorch.md, Differences).
 // Saved     the keepdim shape and r.
 // Kernels   CPU: kernels/cpu/reduce.cpp reduce_sum.
 //           CUDA: kernels/cuda/reduce.cu, the same functions (warp-shuffle reductions).
@@ -35,8 +39,12 @@ struct SumBackward final : ops::Node {
 
 Tensor reduce_sum(const Tensor& a, const Shape& dims, bool keepdim, bool is_mean, const char* op) {
   ops::check_defined(op, a);
-  EMBER_CHECK(a.dtype() != kBool, op, ": convert a bool tensor with .to(ember::kInt64) first");
-  if (is_mean) ops::check_float(op, a);
+  if (!is_floating(a.dtype()) && (is_mean || a.dtype() != kInt64)) {
+    // Integers and bools: summed as int64; their mean as float64, returned as float32.
+    const DType wide = is_mean ? kFloat64 : kInt64;
+    Tensor r = reduce_sum(cast_for_compute(a, wide), dims, keepdim, is_mean, op);
+    return is_mean ? r.to(default_dtype()) : r;
+  }
   const ops::ReducePlan p = ops::plan_reduction(a, dims, keepdim, op);
   const double scale = is_mean ? 1.0 / static_cast<double>(p.r) : 1.0;
   Tensor out = ops::new_output(p.out_shape, a);

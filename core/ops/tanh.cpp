@@ -3,6 +3,7 @@
 // Math      out = tanh(a)
 // Backward  dL/da = dL/dout * (1 - out^2)
 // Shapes    unchanged.
+// Dtypes    a's dtype when floating; integers and bools give float32 (the default float dtype).
 // Saved     out (the backward is cheapest written in terms of the output).
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Tanh), binary(TanhBackward).
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
@@ -24,8 +25,7 @@ struct TanhBackward final : ops::Node {
 
 Tensor tanh(const Tensor& a) {
   ops::check_defined("tanh", a);
-  ops::check_float("tanh", a);
-  Tensor out = ops::unary_forward(kernels::UnaryOp::Tanh, a, "tanh");
+  Tensor out = ops::unary_forward(kernels::UnaryOp::Tanh, a, "tanh", 0.0, ops::float_result(a.dtype()));
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<TanhBackward>();
     node->out = ops::SavedTensor(out);

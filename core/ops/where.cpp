@@ -6,8 +6,11 @@
 //             dL/da = sum_to(where(cond, dL/dout, 0), a.shape)
 //             dL/db = sum_to(where(cond, 0, dL/dout), b.shape)
 //           (sum_to undoes the broadcast of a or b). cond is bool: no gradient.
-// Shapes    broadcast(cond.shape, a.shape, b.shape); cond kBool; a and b of one dtype; all three
-//           on one device. masked_fill: the mask must broadcast to a.shape, the output's shape.
+// Shapes    broadcast(cond.shape, a.shape, b.shape); cond kBool; all three on one device.
+//           masked_fill: broadcast(a.shape, mask.shape), as PyTorch's out-of-place masked_fill.
+// Dtypes    where: result_type(a, b) (an int64 a and a float32 b give float32); each gradient
+//           in its input's dtype. masked_fill: a's dtype; the value must fit it (scalar_fits:
+//           300 does not fit uint8) and is converted to it.
 // Saved     cond.
 // Kernels   CPU: kernels/cpu/elementwise.cpp where.
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
@@ -42,18 +45,17 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
               ".to(ember::kBool))");
   ops::check_same_device("where", cond, a);
   ops::check_same_device("where", a, b);
-  ops::check_same_dtype("where", a, b);
   const Shape shape =
       broadcast_shapes(cond.shape(), broadcast_shapes(a.shape(), b.shape(), "where"), "where");
-  Tensor out = ops::new_output(shape, a);
-  const auto L = make_loop<4>(shape, {&out, &cond, &a, &b}, "where");
+  const DType dt = result_type(a, b);
+  const Tensor x = cast_for_compute(a, dt), y = cast_for_compute(b, dt);
+  Tensor out = ops::new_output(shape, a, dt);
+  const auto L = make_loop<4>(shape, {&out, &cond, &x, &y}, "where");
   if (a.is_cuda()) {
     cuda::DeviceGuard guard(a.device());
-    kernels::cuda::where(a.dtype(), L, out.raw_data(), cond.data_ptr<bool>(), a.raw_data(),
-                         b.raw_data());
+    kernels::cuda::where(dt, L, out.raw_data(), cond.data_ptr<bool>(), x.raw_data(), y.raw_data());
   } else {
-    kernels::cpu::where(a.dtype(), L, out.raw_data(), cond.data_ptr<bool>(), a.raw_data(),
-                        b.raw_data());
+    kernels::cpu::where(dt, L, out.raw_data(), cond.data_ptr<bool>(), x.raw_data(), y.raw_data());
   }
   if (autograd::grad_needed({&a, &b})) {
     auto node = std::make_shared<WhereBackward>();
@@ -63,17 +65,15 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
+Tensor masked_fill(const Tensor& a, const Tensor& mask, const Scalar& value) {
   ops::check_defined("masked_fill", a);
   ops::check_defined("masked_fill", mask, "mask");
   EMBER_CHECK(mask.dtype() == kBool, "masked_fill: the mask must be a bool tensor, got ",
               mask.dtype(), " (build one with a comparison such as x.gt(y), or convert with "
               ".to(ember::kBool))");
-  EMBER_CHECK(broadcast_shapes(a.shape(), mask.shape(), "masked_fill") == a.shape(),
-              "masked_fill: a mask of shape ", shape_str(mask.shape()),
-              " would grow the input of shape ", shape_str(a.shape()),
-              ": the mask must broadcast to the input's shape");
-  return where(mask, ops::scalar_like(value, a), a);
+  check_scalar_fits("masked_fill", value, a.dtype());
+  // The value as a 0-d tensor of a's own dtype: where() then keeps a's dtype.
+  return where(mask, cast_for_compute(ops::wrap(value, a), a.dtype()), a);
 }
 
 }  // namespace ember

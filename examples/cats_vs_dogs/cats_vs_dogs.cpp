@@ -11,6 +11,16 @@
 //
 //   cats_vs_dogs [--data DIR] [--device cpu|cuda|cuda:N] [--epochs 5] [--batch-size 100]
 //                [--lr 0.001] [--seed 0] [--threads N] [--no-cache]
+//                [--save-dir DIR] [--save-every STEPS] [--keep-last 3] [--resume [PATH]]
+//                [--log-dir DIR] [--log-every 1] [--nvtx] [--distributed]
+//
+// --distributed: `mpirun -np N cats_vs_dogs --distributed` trains on N processes with
+// DistributedDataParallel (examples/common/distributed.h): each rank takes its share of every
+// epoch in batches of --batch-size (a global batch N times that); rank 0 prints, saves, logs.
+//
+// Checkpoints (model, Adam's moments and steps, the loader's position, the generator), the run
+// log with its plots and the per-step time breakdown: examples/common/run_tools.h. With --log-dir
+// the validation accuracy is measured after every epoch too, for accuracy.png.
 //
 // --data is the PetImages folder (PetImages/Cat/*.jpg, PetImages/Dog/*.jpg); by default
 // $EMBER_DATA/PetImages, or ./PetImages without EMBER_DATA. The first run decodes the photos (a few
@@ -30,7 +40,9 @@
 #include "core/ember.h"
 #include "data/data.h"
 #include "examples/common/device.h"
+#include "examples/common/distributed.h"
 #include "examples/common/models.h"
+#include "examples/common/run_tools.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 
@@ -42,9 +54,8 @@ namespace {
 // The seed's Net, layer for layer (examples/common/models.h, shared with bench/bench_train).
 using examples::cats_vs_dogs::Net;
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
+using examples::Phase;
+using examples::seconds_since;
 
 // How Python's repr prints a float: the shortest digits that read back as the same double
 // (0.2506680488586426), with ".0" on whole numbers. The loss is a float32 widened to double, as
@@ -76,8 +87,9 @@ struct EpochResult {
   int64_t samples = 0;
 };
 
-EpochResult train(int epoch, Net& net, nn::MSELoss& loss_function, optim::Optimizer& optimizer,
-                  data::DataLoader& loader, Device device, bool tty) {
+EpochResult train(int epoch, nn::Layer& net, nn::MSELoss& loss_function, optim::Optimizer& optimizer,
+                  data::DataLoader& loader, Device device, bool tty, examples::RunTools& run,
+                  const optim::TrainingParts& parts, optim::Progress& at) {
   net.train();
   const int64_t total = loader.size();
   const auto start = std::chrono::steady_clock::now();
@@ -87,6 +99,7 @@ EpochResult train(int epoch, Net& net, nn::MSELoss& loss_function, optim::Optimi
   Tensor loss;
   EpochResult r;
   int64_t batch_idx = 0;
+  run.timer.start_epoch();
   for (const data::Batch& batch : loader) {
     // From pinned memory (the loader's pin_memory on a GPU) this copy is asynchronous.
     const Tensor batch_X = batch.data.to(device, /*non_blocking=*/true);  // [B, 1, 50, 50]
@@ -97,14 +110,28 @@ EpochResult train(int epoch, Net& net, nn::MSELoss& loss_function, optim::Optimi
     Tensor one_hot = F::one_hot(batch.target, 2);
     if (device.is_cuda()) one_hot = one_hot.pin_memory();
     const Tensor batch_y = one_hot.to(device, /*non_blocking=*/true);  // [B, 2]
+    run.timer.mark(Phase::Data);
 
     optimizer.zero_grad();  // the seed also calls net.zero_grad(): the same parameters
-    const Tensor outputs = net(batch_X);
-    loss = loss_function(outputs, batch_y);
-    loss.backward();
-    optimizer.step();
+    {
+      const profile::Range range("forward");
+      const Tensor outputs = net(batch_X);
+      loss = loss_function(outputs, batch_y);
+    }
+    run.timer.mark(Phase::Forward);
+    {
+      const profile::Range range("backward");
+      loss.backward();
+    }
+    run.timer.mark(Phase::Backward);
+    {
+      const profile::Range range("optimizer");
+      optimizer.step();
+    }
+    run.timer.mark(Phase::Optimizer);
 
     loss_sum.add_(loss.detach());
+    run.after_step(parts, at, loader, loss, batch.target.size(0), optimizer.lr());
     r.samples += batch.target.size(0);
     ++batch_idx;
     if (tty && (batch_idx % 10 == 0 || batch_idx == total)) {
@@ -150,6 +177,7 @@ int main(int argc, char** argv) {
   double lr = 1e-3, val_fraction = 0.1;
   uint64_t seed = 0;
   bool no_cache = false;
+  examples::RunFlags run_flags;
   app.add_option("--data", data_dir,
                  "the PetImages folder (Cat/ and Dog/ sub-folders of photos); default: "
                  "$EMBER_DATA/PetImages, else ./PetImages");
@@ -163,6 +191,11 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "CPU threads for training and decoding (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-cache", no_cache, "decode the photos again; do not read or write the cache");
+  bool distributed = false;
+  app.add_flag("--distributed", distributed,
+               "train with DistributedDataParallel on the ranks of `mpirun -np N` (each rank "
+               "takes --batch-size images per step)");
+  examples::add_run_flags(app, run_flags, /*default_log_every=*/1);
   CLI11_PARSE(app, argc, argv);
 
   if (!std::filesystem::exists(data_dir)) {
@@ -173,9 +206,19 @@ int main(int argc, char** argv) {
   }
 
   try {
+    examples::Ranks ranks;
+    if (distributed) {
+      if (run_flags.resume_given())
+        throw Error("--resume is not supported with --distributed yet: resume on one process");
+      ranks = examples::Ranks::start(threads > 0);
+      if (ranks.rank != 0) {  // rank 0 saves and logs
+        run_flags.save_dir.clear();
+        run_flags.log_dir.clear();
+      }
+    }
     if (threads > 0) set_num_threads(threads);
     // As the seed: the GPU when there is one, else the CPU — and say which.
-    const Device device = examples::choose_device(device_name);
+    const Device device = ranks.device(examples::choose_device(device_name), device_name);
     // An unusable --device fails here, with the core's reason, not after the data is loaded.
     (void)zeros({1}, device);
     std::printf("%s\n", device.is_cuda() ? "Running on the GPU" : "Running on the CPU");
@@ -191,7 +234,10 @@ int main(int argc, char** argv) {
     options.threads = threads;
     options.use_cache = !no_cache;
     const auto load_start = std::chrono::steady_clock::now();
+    // --distributed: rank 0 decodes and writes the cache first; the others then read it.
+    if (ranks.rank != 0) ranks.barrier();
     data::ImageFolder pets(data_dir, options, data::ToTensor());
+    if (ranks.rank == 0) ranks.barrier();
     std::printf("%s\n%lld\n", pets.summary().c_str(), static_cast<long long>(pets.size()));
     std::printf("data: %s, %s in %.2f s\n", data_dir.c_str(),
                 pets.from_cache() ? "read from the cache" : "decoded", seconds_since(load_start));
@@ -205,41 +251,60 @@ int main(int argc, char** argv) {
     train_opts.shuffle = true;
     train_opts.seed = seed;
     train_opts.pin_memory = device.is_cuda();
+    ranks.share(train_opts);  // --distributed: this rank's share of each epoch
     data::DataLoaderOptions val_opts;
     val_opts.batch_size = batch_size;
     val_opts.pin_memory = device.is_cuda();
     data::DataLoader train_loader(std::move(train_set), train_opts);
     data::DataLoader val_loader(std::move(val_set), val_opts);
 
-    Net net;
+    const auto net_ptr = std::make_shared<Net>();
+    Net& net = *net_ptr;
     net.to(device);  // moves the parameters in place: the seed's Net().to(device)
     std::printf("%s\n", net.str().c_str());
+    const std::shared_ptr<nn::Layer> trained = ranks.wrap(net_ptr);  // DDP with --distributed
+    ranks.print(batch_size);
     optim::AdamOptions adam;
     adam.lr = lr;
     optim::Adam optimizer(net.parameters(), adam);
     nn::MSELoss loss_function;
 
+    examples::RunTools run("cats_vs_dogs", run_flags, device);
+    const optim::TrainingParts parts{&net, &optimizer, nullptr, &train_loader};
+    optim::Progress at = run.resume(parts);
+
     const bool tty = isatty(fileno(stdout)) != 0;
     const auto total_start = std::chrono::steady_clock::now();
     double train_seconds = 0.0;
-    for (int epoch = 0; epoch < epochs; ++epoch) {
+    const int first_epoch = static_cast<int>(at.epoch);
+    for (int epoch = first_epoch; epoch < epochs; ++epoch) {
       const auto epoch_start = std::chrono::steady_clock::now();
-      const EpochResult r = train(epoch, net, loss_function, optimizer, train_loader, device, tty);
+      const EpochResult r = train(epoch, *trained, loss_function, optimizer, train_loader, device, tty,
+                                  run, parts, at);
       const double s = seconds_since(epoch_start);  // the final loss.item() waited for the GPU
       train_seconds += s;
       std::printf("Epoch: %d. Loss: %s\n", epoch, python_float(r.last_loss).c_str());
-      std::printf("  epoch %d: mean loss %.4f, %.2f s (%.0f images/s)\n", epoch, r.mean_loss, s,
-                  static_cast<double>(r.samples) / s);
+      std::printf("  epoch %d: mean loss %.4f, %.2f s (%.0f images/s%s)\n", epoch, r.mean_loss, s,
+                  static_cast<double>(r.samples * ranks.size) / s,
+                  ranks.distributed() ? (" over " + std::to_string(ranks.size) + " ranks").c_str() : "");
+      double accuracy = -1.0;  // measured every epoch only for the run log's accuracy.png
+      if (!run_flags.log_dir.empty()) {
+        accuracy = test(net, val_loader, device);
+        std::printf("  epoch %d: validation accuracy %.3f\n", epoch, accuracy);
+      }
+      run.after_epoch(parts, at, accuracy);
       std::fflush(stdout);
     }
+    const int trained_epochs = std::max(1, epochs - first_epoch);
 
     const auto test_start = std::chrono::steady_clock::now();
     const double accuracy = test(net, val_loader, device);
     std::printf("Accuracy:  %s\n", python_float(std::round(accuracy * 1000.0) / 1000.0).c_str());
     std::printf("validation: %.2f s; training: %.2f s for %d epochs (%.2f s per epoch); total "
                 "%.2f s\n",
-                seconds_since(test_start), train_seconds, epochs, train_seconds / epochs,
-                seconds_since(total_start));
+                seconds_since(test_start), train_seconds, trained_epochs,
+                train_seconds / trained_epochs, seconds_since(total_start));
+    run.finish(net);
   } catch (const IOError& e) {
     // A folder that is there but laid out wrongly, or holds no image: the message says what was
     // expected (it ends with data::pet_images_hint()).

@@ -10,6 +10,15 @@
 //
 //   cifar10_cnn [--data DIR] [--device cpu|cuda|cuda:N] [--epochs 2] [--batch-size 4]
 //               [--lr 0.001] [--momentum 0.9] [--seed 0] [--threads N] [--log-interval 2000]
+//               [--save-dir DIR] [--save-every STEPS] [--keep-last 3] [--resume [PATH]]
+//               [--log-dir DIR] [--log-every 20] [--nvtx] [--data-parallel]
+//
+// --data-parallel is the tutorial's `net = nn.DataParallel(net)`: every batch is split over all
+// visible GPUs, one host thread each (nn/data_parallel.h); the gradients end on the one model.
+//
+// Checkpoints (model, SGD's momentum, the loader's position, the generator), the run log with its
+// plots and the per-step time breakdown: examples/common/run_tools.h. With --log-dir the test
+// accuracy is measured after every epoch too, for accuracy.png.
 //
 // --data is the folder with the binary batches (data_batch_1.bin ... test_batch.bin) or the one
 // holding cifar-10-batches-bin/; by default $EMBER_DATA/cifar-10-batches-bin, or
@@ -20,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -28,6 +38,7 @@
 #include "data/data.h"
 #include "examples/common/device.h"
 #include "examples/common/models.h"
+#include "examples/common/run_tools.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 
@@ -38,9 +49,8 @@ namespace {
 // The seed's Net, layer for layer (examples/common/models.h, shared with bench/bench_train).
 using examples::cifar10_cnn::Net;
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
+using examples::Phase;
+using examples::seconds_since;
 
 // One line, rewritten in place, while stdout is a terminal.
 void progress(int epoch, int64_t done, int64_t total, double rate) {
@@ -53,8 +63,9 @@ void progress(int epoch, int64_t done, int64_t total, double rate) {
   std::fflush(stdout);
 }
 
-void train(int epoch, Net& net, nn::CrossEntropyLoss& criterion, optim::Optimizer& optimizer,
-           data::DataLoader& loader, Device device, bool tty, int log_interval) {
+void train(int epoch, nn::Layer& net, nn::CrossEntropyLoss& criterion, optim::Optimizer& optimizer,
+           data::DataLoader& loader, Device device, bool tty, int log_interval,
+           examples::RunTools& run, const optim::TrainingParts& parts, optim::Progress& at) {
   net.train();
   const int64_t total = loader.size();
   const auto start = std::chrono::steady_clock::now();
@@ -62,18 +73,34 @@ void train(int epoch, Net& net, nn::CrossEntropyLoss& criterion, optim::Optimize
   // log_interval steps prints the same numbers without making the host wait for the GPU after
   // each of the 12,500 tiny steps.
   Tensor running_loss = zeros({}, device);
-  int64_t i = 0;
+  int64_t i = at.batch;  // not 0 when resuming in the middle of an epoch
+  run.timer.start_epoch();
   for (const data::Batch& batch : loader) {
     const Tensor inputs = batch.data.to(device, /*non_blocking=*/true);
     const Tensor labels = batch.target.to(device, /*non_blocking=*/true);
+    run.timer.mark(Phase::Data);
 
     optimizer.zero_grad();
-    const Tensor outputs = net(inputs);
-    const Tensor loss = criterion(outputs, labels);
-    loss.backward();
-    optimizer.step();
+    Tensor loss;
+    {
+      const profile::Range range("forward");
+      const Tensor outputs = net(inputs);
+      loss = criterion(outputs, labels);
+    }
+    run.timer.mark(Phase::Forward);
+    {
+      const profile::Range range("backward");
+      loss.backward();
+    }
+    run.timer.mark(Phase::Backward);
+    {
+      const profile::Range range("optimizer");
+      optimizer.step();
+    }
+    run.timer.mark(Phase::Optimizer);
 
     running_loss.add_(loss.detach());
+    run.after_step(parts, at, loader, loss, batch.target.size(0), optimizer.lr());
     if (i % log_interval == log_interval - 1) {  // print every log_interval mini-batches
       if (tty) std::printf("\r%90s\r", "");
       std::printf("[%d, %5lld] loss: %.3f\n", epoch + 1, static_cast<long long>(i + 1),
@@ -123,6 +150,20 @@ void test(Net& net, data::DataLoader& loader, Device device) {
               total > 0 ? static_cast<int>(100.0 * static_cast<double>(correct) / total) : 0);
 }
 
+// The fraction of `loader`'s images classified right, without printing (the run log's
+// accuracy.png).
+double accuracy_of(Net& net, data::DataLoader& loader, Device device) {
+  net.eval();
+  NoGradGuard no_grad;
+  int64_t correct = 0, total = 0;
+  for (const data::Batch& batch : loader) {
+    const Tensor predicted = max(net(batch.data.to(device, true)), 1).indices.cpu();
+    total += batch.target.size(0);
+    correct += static_cast<int64_t>(predicted.eq(batch.target).to(kInt64).sum().item());
+  }
+  return total > 0 ? static_cast<double>(correct) / static_cast<double>(total) : 0.0;
+}
+
 std::string default_data_dir() {
   const char* root = std::getenv("EMBER_DATA");
   return root && *root ? (std::filesystem::path(root) / "cifar-10-batches-bin").string()
@@ -152,6 +193,12 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--log-interval", log_interval, "mini-batches between loss lines")
       ->check(CLI::PositiveNumber);
+  bool data_parallel = false;
+  app.add_flag("--data-parallel", data_parallel,
+               "split each batch over all visible GPUs (nn::DataParallel, as the tutorial's "
+               "nn.DataParallel(net))");
+  examples::RunFlags run_flags;
+  examples::add_run_flags(app, run_flags, /*default_log_every=*/20);
   CLI11_PARSE(app, argc, argv);
 
   if (!std::filesystem::exists(data_dir)) {
@@ -190,27 +237,51 @@ int main(int argc, char** argv) {
     data::DataLoader trainloader(trainset, train_opts);
     data::DataLoader testloader(testset, test_opts);
 
-    Net net;
+    const auto net_ptr = std::make_shared<Net>();
+    Net& net = *net_ptr;
     net.to(device);
     std::printf("%s\n", net.str().c_str());
+    // What trains: the net, or with --data-parallel the net split over every visible GPU.
+    std::shared_ptr<nn::Layer> trained = net_ptr;
+    if (data_parallel) {
+      if (!device.is_cuda() || device.index > 0)
+        throw Error("--data-parallel splits batches over the GPUs from cuda:0, but the device is " +
+                    device.str() + (device.is_cuda() ? ": drop --device" : ": it needs a GPU"));
+      auto dp = std::make_shared<nn::DataParallel<Net>>(net_ptr);
+      std::printf("DataParallel over %zu device(s)\n", dp->device_ids().size());
+      trained = dp;
+    }
     nn::CrossEntropyLoss criterion;
     optim::SGDOptions sgd;
     sgd.lr = lr;
     sgd.momentum = momentum;
     optim::SGD optimizer(net.parameters(), sgd);
 
+    examples::RunTools run("cifar10_cnn", run_flags, device);
+    const optim::TrainingParts parts{&net, &optimizer, nullptr, &trainloader};
+    optim::Progress at = run.resume(parts);
+
     const bool tty = isatty(fileno(stdout)) != 0;
     const auto start = std::chrono::steady_clock::now();
-    for (int epoch = 0; epoch < epochs; ++epoch) {  // loop over the dataset multiple times
+    // loop over the dataset multiple times
+    for (int epoch = static_cast<int>(at.epoch); epoch < epochs; ++epoch) {
       const auto epoch_start = std::chrono::steady_clock::now();
-      train(epoch, net, criterion, optimizer, trainloader, device, tty, log_interval);
+      train(epoch, *trained, criterion, optimizer, trainloader, device, tty, log_interval, run,
+            parts, at);
       if (device.is_cuda()) cuda::synchronize();
       std::printf("  epoch %d: %.2f s\n", epoch + 1, seconds_since(epoch_start));
+      double accuracy = -1.0;  // measured every epoch only for the run log's accuracy.png
+      if (!run_flags.log_dir.empty()) {
+        accuracy = accuracy_of(net, testloader, device);
+        std::printf("  epoch %d: test accuracy %.2f %%\n", epoch + 1, 100.0 * accuracy);
+      }
+      run.after_epoch(parts, at, accuracy);
       std::fflush(stdout);
     }
     if (device.is_cuda()) cuda::synchronize();
     std::printf("Finished Training, cost %.1f seconds\n", seconds_since(start));
     test(net, testloader, device);
+    run.finish(net);
   } catch (const IOError& e) {
     // Files that are there but wrong (a size that is not 10000 records, the Python version):
     // the message names the file and ends with data::cifar10_download_hint().

@@ -8,13 +8,28 @@
 //
 //   mnist_mlp [--data DIR] [--device cpu|cuda|cuda:N] [--epochs 5] [--batch-size 64] [--lr 0.1]
 //             [--momentum 0.5] [--seed 0] [--threads N]
+//             [--save-dir DIR] [--save-every STEPS] [--keep-last 3] [--resume [PATH]]
+//             [--log-dir DIR] [--log-every 1] [--nvtx] [--train-limit N] [--test-limit N]
+//             [--distributed]
+//
+// With --distributed, under `mpirun -np N mnist_mlp --distributed`, the N processes train one
+// model with DistributedDataParallel (dist/distributed_data_parallel.h): each takes its share of
+// every epoch (data::DistributedSampler) in batches of --batch-size, so the global batch is N
+// times that; rank 0 prints the lines, saves and logs. CPU ranks, or one GPU per rank.
+//
+// Checkpoints, the run log and the time breakdown are examples/common/run_tools.h's: a run
+// killed at any point and started again with --resume ends with the same weights, bit for bit on
+// the CPU, as a run never stopped (tests/test_kill_resume.cpp checks it).
 //
 // Without --data it trains on Fashion-MNIST from Debian's dataset-fashion-mnist package (same IDX
 // format, same shapes). Point --data at a folder with the four MNIST files for the digits.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -22,7 +37,9 @@
 #include "core/ember.h"
 #include "data/data.h"
 #include "examples/common/device.h"
+#include "examples/common/distributed.h"
 #include "examples/common/models.h"
+#include "examples/common/run_tools.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 
@@ -34,9 +51,8 @@ namespace {
 // bench/bench_train).
 using examples::mnist_mlp::FullyNeuralNetwork;
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
+using examples::Phase;
+using examples::seconds_since;
 
 // One line, rewritten in place, while stdout is a terminal.
 void progress(int epoch, int64_t done, int64_t total, double rate, double loss) {
@@ -49,27 +65,46 @@ void progress(int epoch, int64_t done, int64_t total, double rate, double loss) 
   std::fflush(stdout);
 }
 
-void train(int epoch, FullyNeuralNetwork& model, nn::CrossEntropyLoss& criterion,
+void train(int epoch, nn::Layer& model, nn::CrossEntropyLoss& criterion,
            optim::Optimizer& optimizer, data::DataLoader& loader, Device device, bool tty,
-           int log_interval) {
+           int log_interval, examples::RunTools& run, const optim::TrainingParts& parts,
+           optim::Progress& at) {
   model.train();
   double running_loss = 0.0, bar_loss = 0.0;
-  int64_t batch_idx = 0;
+  int64_t batch_idx = at.batch;  // not 0 when resuming in the middle of an epoch
   const int64_t total = loader.size();
   const auto start = std::chrono::steady_clock::now();
+  bool first = true;
+  run.timer.start_epoch();
   for (const data::Batch& batch : loader) {
     // From pinned memory (the loader's pin_memory on a GPU) these copies are asynchronous.
     const Tensor inputs = batch.data.to(device, /*non_blocking=*/true);
     const Tensor target = batch.target.to(device, /*non_blocking=*/true);
+    run.timer.mark(Phase::Data);
     optimizer.zero_grad();
-    const Tensor outputs = model(inputs);
-    const Tensor loss = criterion(outputs, target);
-    loss.backward();
-    optimizer.step();
+    Tensor loss;
+    {
+      const profile::Range range("forward");
+      const Tensor outputs = model(inputs);
+      loss = criterion(outputs, target);
+    }
+    run.timer.mark(Phase::Forward);
+    {
+      const profile::Range range("backward");
+      loss.backward();
+    }
+    run.timer.mark(Phase::Backward);
+    {
+      const profile::Range range("optimizer");
+      optimizer.step();
+    }
+    run.timer.mark(Phase::Optimizer);
 
     const double l = loss.item();
+    run.after_step(parts, at, loader, loss, batch.target.size(0), optimizer.lr());
     running_loss += l;
-    bar_loss = batch_idx == 0 ? l : 0.98 * bar_loss + 0.02 * l;
+    bar_loss = first ? l : 0.98 * bar_loss + 0.02 * l;
+    first = false;
     if (batch_idx % log_interval == 0) {
       if (tty) std::printf("\r%90s\r", "");
       std::printf("[%d, %5lld] loss: %.3f\n", epoch, static_cast<long long>(batch_idx),
@@ -82,6 +117,13 @@ void train(int epoch, FullyNeuralNetwork& model, nn::CrossEntropyLoss& criterion
     }
   }
   if (tty) std::printf("\r%90s\r", "");
+}
+
+// The first `limit` samples of a dataset (all of them for limit <= 0): quick runs and tests.
+data::TensorDataset first_samples(const data::TensorDataset& d, int64_t limit) {
+  if (limit <= 0 || limit >= d.size()) return d;
+  return data::TensorDataset(d.data().narrow(0, 0, limit).contiguous(),
+                             d.targets().narrow(0, 0, limit).contiguous(), d.transform());
 }
 
 double test(FullyNeuralNetwork& model, data::DataLoader& loader, Device device) {
@@ -120,12 +162,33 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed for initialization and shuffling");
   app.add_option("--threads", threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
   app.add_option("--log-interval", log_interval, "batches between loss lines")->check(CLI::PositiveNumber);
+  int64_t train_limit = 0, test_limit = 0;
+  app.add_option("--train-limit", train_limit, "train on the first N samples only (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--test-limit", test_limit, "test on the first N samples only (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  bool distributed = false;
+  app.add_flag("--distributed", distributed,
+               "train with DistributedDataParallel on the ranks of `mpirun -np N` (each rank "
+               "takes --batch-size samples per step)");
+  examples::RunFlags run_flags;
+  examples::add_run_flags(app, run_flags, /*default_log_every=*/1);
   CLI11_PARSE(app, argc, argv);
 
   try {
+    examples::Ranks ranks;
+    if (distributed) {
+      if (run_flags.resume_given())
+        throw Error("--resume is not supported with --distributed yet: resume on one process");
+      ranks = examples::Ranks::start(threads > 0);
+      if (ranks.rank != 0) {  // rank 0 saves and logs
+        run_flags.save_dir.clear();
+        run_flags.log_dir.clear();
+      }
+    }
     if (threads > 0) set_num_threads(threads);
     // As the seed: CUDA when available, else the CPU — and say which.
-    const Device device = examples::choose_device(device_name);
+    const Device device = ranks.device(examples::choose_device(device_name), device_name);
     examples::print_device(device, device_name);
     if (device.is_cpu()) std::printf("threads: %d\n", get_num_threads());
     manual_seed(seed);
@@ -133,14 +196,22 @@ int main(int argc, char** argv) {
     const data::Transform transform =
         data::Compose({data::ToTensor(), data::Normalize(0.1307, 0.3081)});
     const auto load_start = std::chrono::steady_clock::now();
-    data::MNIST train_set(data_dir, /*train=*/true, transform);
-    data::MNIST test_set(data_dir, /*train=*/false, transform);
-    std::printf("data: %s (%s)\n      %s (%.2f s)\n", data_dir.c_str(), train_set.summary().c_str(),
-                test_set.summary().c_str(), seconds_since(load_start));
+    data::MNIST train_files(data_dir, /*train=*/true, transform);
+    data::MNIST test_files(data_dir, /*train=*/false, transform);
+    std::printf("data: %s (%s)\n      %s (%.2f s)\n", data_dir.c_str(),
+                train_files.summary().c_str(), test_files.summary().c_str(),
+                seconds_since(load_start));
+    const data::TensorDataset train_set = first_samples(train_files, train_limit);
+    const data::TensorDataset test_set = first_samples(test_files, test_limit);
+    if (train_limit > 0 || test_limit > 0) {
+      std::printf("using the first %lld training and %lld test samples\n",
+                  static_cast<long long>(train_set.size()), static_cast<long long>(test_set.size()));
+    }
     data::DataLoaderOptions train_opts;
     train_opts.batch_size = batch_size;
     train_opts.shuffle = true;
     train_opts.seed = seed;
+    ranks.share(train_opts);  // --distributed: this rank's share of each epoch
     train_opts.pin_memory = device.is_cuda();
     data::DataLoaderOptions test_opts;
     test_opts.batch_size = batch_size;
@@ -148,8 +219,10 @@ int main(int argc, char** argv) {
     data::DataLoader train_loader(train_set, train_opts);
     data::DataLoader test_loader(test_set, test_opts);
 
-    FullyNeuralNetwork model;
+    auto model_ptr = std::make_shared<FullyNeuralNetwork>();
+    FullyNeuralNetwork& model = *model_ptr;
     model.to(device);  // moves the parameters in place, like the seed's model.cuda()
+    const std::shared_ptr<nn::Layer> trained = ranks.wrap(model_ptr);  // DDP with --distributed
     nn::CrossEntropyLoss criterion;
     criterion.to(device);
     optim::SGDOptions sgd;
@@ -157,19 +230,35 @@ int main(int argc, char** argv) {
     sgd.momentum = momentum;
     optim::SGD optimizer(model.parameters(), sgd);
     std::printf("%s\n", model.str().c_str());
+    ranks.print(batch_size);
+
+    // What a checkpoint saves and restores: the model, SGD's momentum buffers, the loader's
+    // place in its epoch (and, always, the random generator).
+    examples::RunTools run("mnist_mlp", run_flags, device);
+    const optim::TrainingParts parts{&model, &optimizer, nullptr, &train_loader};
+    optim::Progress at = run.resume(parts);
 
     const bool tty = isatty(fileno(stdout)) != 0;
     const auto total_start = std::chrono::steady_clock::now();
-    for (int epoch = 0; epoch < epochs; ++epoch) {
+    for (int epoch = static_cast<int>(at.epoch); epoch < epochs; ++epoch) {
       const auto epoch_start = std::chrono::steady_clock::now();
-      train(epoch, model, criterion, optimizer, train_loader, device, tty, log_interval);
+      train(epoch, *trained, criterion, optimizer, train_loader, device, tty, log_interval, run,
+            parts, at);
       const double train_s = seconds_since(epoch_start);
+      if (ranks.distributed()) {
+        // Every rank trained its share: train_set.size() samples (plus padding) in all.
+        std::printf("epoch %d: %.0f samples/s over %d ranks\n", epoch,
+                    static_cast<double>(ranks.size * train_opts.sampler->length(train_set.size())) / train_s,
+                    ranks.size);
+      }
       const double accuracy = test(model, test_loader, device);
       std::printf("epoch %d: test accuracy %.2f %%, %.2f s training, %.2f s with the test pass\n",
                   epoch, accuracy, train_s, seconds_since(epoch_start));
+      run.after_epoch(parts, at, accuracy / 100.0);
       std::fflush(stdout);
     }
     std::printf("total: %.2f s for %d epochs\n", seconds_since(total_start), epochs);
+    run.finish(model);
   } catch (const Error& e) {
     std::fprintf(stderr, "mnist_mlp: %s\n", e.what());
     return 1;

@@ -1,6 +1,7 @@
-// Cross-entropy kernels: one row of logits per step, rows split across threads. The forward
-// reads each row twice (its max, then the sum of exponentials); the backward reads it once and
-// writes the gradient row in the same pass. Every access walks a row contiguously.
+// Cross-entropy kernels: one row of logits per step (C scores, S elements apart), rows split
+// across threads. The forward reads each row twice (its max, then the sum of exponentials); the
+// backward reads it once and writes the gradient row in the same pass. With S = 1 every access
+// walks a row contiguously.
 #include "kernels/cpu/cross_entropy.h"
 
 #include <algorithm>
@@ -13,88 +14,98 @@ namespace ember::kernels::cpu {
 
 namespace {
 
+// The row max m and ls = log(sum_c exp(x_c - m)), the sum in double. A row whose max is
+// infinite (all -inf, or a +inf logit) gets inf - inf = NaN in the sum, so its loss and gradient
+// are NaN, as in PyTorch.
 template <typename T>
-double row_logsumexp(const T* row, int64_t C) {
-  T m = -std::numeric_limits<T>::infinity();
-  for (int64_t c = 0; c < C; ++c) m = std::max(m, row[c]);
-  if (std::isinf(m)) return static_cast<double>(m);  // all -inf (lse -inf) or a +inf logit
+void row_stats(const T* row, int64_t C, int64_t S, T& m, T& ls) {
+  m = -std::numeric_limits<T>::infinity();
+  for (int64_t c = 0; c < C; ++c) m = std::max(m, row[c * S]);
   double s = 0.0;
-  for (int64_t c = 0; c < C; ++c) s += std::exp(static_cast<double>(row[c] - m));
-  return static_cast<double>(m) + std::log(s);
+  for (int64_t c = 0; c < C; ++c) s += std::exp(static_cast<double>(row[c * S] - m));
+  ls = static_cast<T>(std::log(s));
 }
 
 template <typename T>
-CrossEntropySums forward_typed(int64_t N, int64_t C, const T* logits, const int64_t* target,
-                               const T* weight, int64_t ignore_index, T* loss, T* lse) {
+CrossEntropySums forward_typed(int64_t N, int64_t C, int64_t S, const T* logits,
+                               const int64_t* target, const T* weight, int64_t ignore_index,
+                               T* loss, T* stats) {
+  const int64_t R = N * S;
+  T* row_max = stats;
+  T* log_sum = stats + R;
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(C, 1));
-  parallel_for(0, N, grain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const T* row = logits + i * C;
-      const double l = row_logsumexp(row, C);
-      lse[i] = static_cast<T>(l);
-      const int64_t t = target[i];
+  parallel_for(0, R, grain, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T* row = logits + (r / S) * C * S + r % S;
+      row_stats(row, C, S, row_max[r], log_sum[r]);
+      const int64_t t = target[r];
       if (t == ignore_index) {
-        loss[i] = T(0);
+        loss[r] = T(0);
         continue;
       }
       const double w = weight ? static_cast<double>(weight[t]) : 1.0;
-      loss[i] = static_cast<T>(w * (l - static_cast<double>(row[t])));
+      const double lse = static_cast<double>(row_max[r]) + static_cast<double>(log_sum[r]);
+      loss[r] = static_cast<T>(w * (lse - static_cast<double>(row[t * S])));
     }
   });
-  // The sums are cheap (N adds) next to the N*C exponentials: one thread, in double.
+  // The sums are cheap (R adds) next to the R*C exponentials: one thread, in double.
   CrossEntropySums sums;
-  for (int64_t i = 0; i < N; ++i) {
-    sums.loss += static_cast<double>(loss[i]);
-    if (target[i] == ignore_index) continue;
-    sums.weight += weight ? static_cast<double>(weight[target[i]]) : 1.0;
+  for (int64_t r = 0; r < R; ++r) {
+    sums.loss += static_cast<double>(loss[r]);
+    if (target[r] == ignore_index) continue;
+    sums.weight += weight ? static_cast<double>(weight[target[r]]) : 1.0;
   }
   return sums;
 }
 
 template <typename T>
-void backward_typed(int64_t N, int64_t C, const T* logits, const int64_t* target, const T* weight,
-                    int64_t ignore_index, const T* lse, const T* grad, int64_t grad_stride,
-                    double scale, T* dlogits) {
+void backward_typed(int64_t N, int64_t C, int64_t S, const T* logits, const int64_t* target,
+                    const T* weight, int64_t ignore_index, const T* stats, const T* grad,
+                    int64_t grad_stride, double scale, T* dlogits) {
+  const int64_t R = N * S;
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(C, 1));
-  parallel_for(0, N, grain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      T* out = dlogits + i * C;
-      const int64_t t = target[i];
+  parallel_for(0, R, grain, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t base = (r / S) * C * S + r % S;
+      T* out = dlogits + base;
+      const int64_t t = target[r];
       if (t == ignore_index) {
-        std::fill(out, out + C, T(0));
+        for (int64_t c = 0; c < C; ++c) out[c * S] = T(0);
         continue;
       }
       const double w = weight ? static_cast<double>(weight[t]) : 1.0;
-      const T gw = static_cast<T>(scale * static_cast<double>(grad[i * grad_stride]) * w);
-      const T* row = logits + i * C;
-      const T l = lse[i];
-      for (int64_t c = 0; c < C; ++c) out[c] = gw * std::exp(row[c] - l);
-      out[t] -= gw;
+      const T gw = static_cast<T>(scale * static_cast<double>(grad[r * grad_stride]) * w);
+      const T* row = logits + base;
+      const T m = stats[r], ls = stats[R + r];
+      for (int64_t c = 0; c < C; ++c) out[c * S] = gw * std::exp((row[c * S] - m) - ls);
+      out[t * S] -= gw;
     }
   });
 }
 
 }  // namespace
 
-CrossEntropySums cross_entropy_forward(DType dtype, int64_t N, int64_t C, const void* logits,
-                                       const int64_t* target, const void* weight,
-                                       int64_t ignore_index, void* loss, void* lse) {
+CrossEntropySums cross_entropy_forward(DType dtype, int64_t N, int64_t C, int64_t S,
+                                       const void* logits, const int64_t* target,
+                                       const void* weight, int64_t ignore_index, void* loss,
+                                       void* stats) {
   return EMBER_DISPATCH_FLOAT(dtype, "cross_entropy", [&] {
-    return forward_typed<scalar_t>(N, C, static_cast<const scalar_t*>(logits), target,
+    return forward_typed<scalar_t>(N, C, S, static_cast<const scalar_t*>(logits), target,
                                    static_cast<const scalar_t*>(weight), ignore_index,
-                                   static_cast<scalar_t*>(loss), static_cast<scalar_t*>(lse));
+                                   static_cast<scalar_t*>(loss), static_cast<scalar_t*>(stats));
   });
 }
 
-void cross_entropy_backward(DType dtype, int64_t N, int64_t C, const void* logits,
+void cross_entropy_backward(DType dtype, int64_t N, int64_t C, int64_t S, const void* logits,
                             const int64_t* target, const void* weight, int64_t ignore_index,
-                            const void* lse, const void* grad, int64_t grad_stride, double scale,
-                            void* dlogits) {
+                            const void* stats, const void* grad, int64_t grad_stride,
+                            double scale, void* dlogits) {
   EMBER_DISPATCH_FLOAT(dtype, "cross_entropy", [&] {
-    backward_typed<scalar_t>(N, C, static_cast<const scalar_t*>(logits), target,
+    backward_typed<scalar_t>(N, C, S, static_cast<const scalar_t*>(logits), target,
                              static_cast<const scalar_t*>(weight), ignore_index,
-                             static_cast<const scalar_t*>(lse), static_cast<const scalar_t*>(grad),
-                             grad_stride, scale, static_cast<scalar_t*>(dlogits));
+                             static_cast<const scalar_t*>(stats),
+                             static_cast<const scalar_t*>(grad), grad_stride, scale,
+                             static_cast<scalar_t*>(dlogits));
   });
 }
 

@@ -3,59 +3,88 @@
 #include <cmath>
 #include <cstring>
 
-#include <Eigen/Core>
+#include <type_traits>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/scalar_math.h"
 
 namespace ember::kernels::cpu {
 
 namespace {
 
+// The definition of each unary op, one element at a time. Every path uses it: contiguous runs,
+// strided runs and every tensor length, so an element's answer never depends on where it sits
+// or on how long its tensor is. The transcendental functions are the C library's (glibc's
+// exp, log, tanh, pow are correctly rounded or within an ulp, and handle subnormal inputs and
+// results, +-0, +-inf and NaN as IEEE 754 says).
+//
+// Eigen's vectorized exp/log/tanh are not used: they clamp their inputs (exp(-740) would be
+// 5.6e-309 instead of 4.2e-322, float exp(-103) 0) and take subnormal inputs for the smallest
+// normal number (log(1e-310) = -708.4 instead of -713.8), and Eigen runs them only on the
+// whole packets of a long enough run, so an answer would depend on the tensor's length. The
+// simple ops (neg, abs, relu, sqrt, square) still vectorize: plain loops that the compiler turns
+// into SIMD instructions with the scalar instructions' results.
+//
+// Special values follow PyTorch: abs(-0) = +0; relu(NaN) = NaN and relu(-0) = -0 (x < 0 ? 0 : x);
+// sign(NaN) = 0 (so the gradient of abs at NaN is 0, as PyTorch's).
+// x^p with PyTorch's short cuts for the common exponents: they are what PyTorch computes (and
+// where special values are concerned they differ from std::pow: pow(-0, -0.5) is +inf but
+// 1 / sqrt(-0) is -inf), and x * x is faster than a pow call.
 template <typename T>
-using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <typename T>
-using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-
-// Scalar definition of each unary op; the strided path and integer dtypes use these.
-template <typename T>
-T unary_scalar(UnaryOp op, T x, double p) {
-  switch (op) {
-    case UnaryOp::Neg: return -x;
-    case UnaryOp::Exp: return static_cast<T>(std::exp(x));
-    case UnaryOp::Log: return static_cast<T>(std::log(x));
-    case UnaryOp::Sqrt: return static_cast<T>(std::sqrt(x));
-    case UnaryOp::Abs: return x < T(0) ? -x : x;
-    case UnaryOp::Sign: return static_cast<T>((T(0) < x) - (x < T(0)));
-    case UnaryOp::Relu: return x > T(0) ? x : T(0);
-    case UnaryOp::Sigmoid: return static_cast<T>(1 / (1 + std::exp(-x)));
-    case UnaryOp::Tanh: return static_cast<T>(std::tanh(x));
-    case UnaryOp::Pow: return static_cast<T>(std::pow(x, static_cast<T>(p)));
-    case UnaryOp::Square: return x * x;
-  }
-  return x;
+T pow_scalar(T x, double p) {
+  if (p == 2.0) return x * x;
+  if (p == 3.0) return x * x * x;
+  if (p == 0.5) return std::sqrt(x);
+  if (p == -0.5) return T(1) / std::sqrt(x);
+  if (p == -1.0) return T(1) / x;
+  if (p == -2.0) return T(1) / (x * x);
+  return std::pow(x, static_cast<T>(p));
 }
 
-// Contiguous float path: the same math as Eigen array expressions, which vectorize.
 template <typename T>
-void unary_contiguous(UnaryOp op, T* out, const T* in, int64_t n, double p) {
-  ArrayMap<T> o(out, n);
-  ConstArrayMap<T> x(in, n);
-  switch (op) {
-    case UnaryOp::Neg: o = -x; break;
-    case UnaryOp::Exp: o = x.exp(); break;
-    case UnaryOp::Log: o = x.log(); break;
-    case UnaryOp::Sqrt: o = x.sqrt(); break;
-    case UnaryOp::Abs: o = x.abs(); break;
-    case UnaryOp::Sign: o = x.sign(); break;
-    case UnaryOp::Relu: o = x.max(T(0)); break;
-    case UnaryOp::Sigmoid: o = T(1) / (T(1) + (-x).exp()); break;
-    case UnaryOp::Tanh: o = x.tanh(); break;
-    case UnaryOp::Pow:
-      if (p == 2.0) o = x.square();
-      else if (p == 0.5) o = x.sqrt();
-      else o = x.pow(static_cast<T>(p));
-      break;
-    case UnaryOp::Square: o = x.square(); break;
+T unary_scalar(UnaryOp op, T x, double p) {
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (op) {
+      case UnaryOp::Neg: return -x;
+      case UnaryOp::Exp: return std::exp(x);
+      case UnaryOp::Log: return std::log(x);
+      case UnaryOp::Sqrt: return std::sqrt(x);
+      case UnaryOp::Abs: return std::fabs(x);
+      case UnaryOp::Sign: return static_cast<T>((T(0) < x) - (x < T(0)));
+      case UnaryOp::Relu: return x < T(0) ? T(0) : x;
+      case UnaryOp::Sigmoid: return T(1) / (T(1) + std::exp(-x));
+      case UnaryOp::Tanh: return std::tanh(x);
+      case UnaryOp::Pow: return pow_scalar(x, p);
+      case UnaryOp::Square: return x * x;
+    }
+    return x;
+  } else {
+    // Integers: the arithmetic ops only (the op cards compute exp, log... of integers as floats).
+    switch (op) {
+      case UnaryOp::Neg: return wrapping_neg(x);
+      case UnaryOp::Abs:
+        if constexpr (std::is_signed_v<T>) return x < T(0) ? wrapping_neg(x) : x;
+        else return x;
+      case UnaryOp::Sign:
+        if constexpr (std::is_signed_v<T>) return static_cast<T>((T(0) < x) - (x < T(0)));
+        else return static_cast<T>(x > T(0) ? 1 : 0);
+      case UnaryOp::Relu: return x > T(0) ? x : T(0);
+      case UnaryOp::Pow: return int_pow(x, static_cast<int64_t>(p));
+      case UnaryOp::Square: return static_cast<T>(x * x);
+      default: return static_cast<T>(unary_scalar<double>(op, static_cast<double>(x), p));
+    }
+  }
+}
+
+// One op applied to n elements with strides: a separate loop per op (the switch outside), so
+// each loop body is a single call the compiler can inline, and vectorize where the op is plain
+// arithmetic and both strides are 1.
+template <typename T, typename F>
+void unary_run(T* o, int64_t so, const T* x, int64_t sx, int64_t n, const F& f) {
+  if (so == 1 && sx == 1) {
+    for (int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i * so] = f(x[i * sx]);
   }
 }
 
@@ -64,13 +93,22 @@ void unary_typed(UnaryOp op, const StridedLoop<2>& L, T* out, const T* in, doubl
   for_each_run(L, [&](const int64_t* off, int64_t n, const int64_t* st) {
     T* o = out + off[0];
     const T* x = in + off[1];
-    if constexpr (std::is_floating_point_v<T>) {
-      if (st[0] == 1 && st[1] == 1) {
-        unary_contiguous<T>(op, o, x, n, p);
-        return;
-      }
+    switch (op) {
+#define EMBER_UNARY_CASE(OP) \
+  case UnaryOp::OP: return unary_run(o, st[0], x, st[1], n, [p](T v) { return unary_scalar<T>(UnaryOp::OP, v, p); });
+      EMBER_UNARY_CASE(Neg)
+      EMBER_UNARY_CASE(Exp)
+      EMBER_UNARY_CASE(Log)
+      EMBER_UNARY_CASE(Sqrt)
+      EMBER_UNARY_CASE(Abs)
+      EMBER_UNARY_CASE(Sign)
+      EMBER_UNARY_CASE(Relu)
+      EMBER_UNARY_CASE(Sigmoid)
+      EMBER_UNARY_CASE(Tanh)
+      EMBER_UNARY_CASE(Pow)
+      EMBER_UNARY_CASE(Square)
+#undef EMBER_UNARY_CASE
     }
-    for (int64_t i = 0; i < n; ++i) o[i * st[0]] = unary_scalar<T>(op, x[i * st[1]], p);
   });
 }
 
@@ -83,12 +121,24 @@ struct BinaryFn {
       case BinaryOp::Add: return a + alpha * b;
       case BinaryOp::Sub: return a - alpha * b;
       case BinaryOp::Mul: return a * b;
-      case BinaryOp::Div: return a / b;
-      case BinaryOp::ReluBackward: return b > T(0) ? a : T(0);
+      case BinaryOp::Div:
+      case BinaryOp::DivTrunc:
+      case BinaryOp::DivFloor: return divide(op, a, b);
+      case BinaryOp::ReluBackward: return b <= T(0) ? T(0) : a;  // y = NaN passes g, as PyTorch
       case BinaryOp::SigmoidBackward: return a * b * (T(1) - b);
       case BinaryOp::TanhBackward: return a * (T(1) - b * b);
     }
     return a;
+  }
+  // The three divisions (kernels/scalar_math.h): integers never reach a trapping `/`.
+  static T divide(BinaryOp op, T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (op == BinaryOp::DivTrunc) return float_div_trunc(a, b);
+      if (op == BinaryOp::DivFloor) return float_div_floor(a, b);
+      return a / b;
+    } else {
+      return op == BinaryOp::DivFloor ? int_div_floor(a, b) : int_div_trunc(a, b);
+    }
   }
 };
 
@@ -122,7 +172,12 @@ void binary_typed(BinaryOp op, const StridedLoop<3>& L, T* out, const T* a, cons
       if (alpha == 1.0) return binary_loop(L, out, a, b, [](T x, T y) { return x - y; });
       return binary_loop(L, out, a, b, [al](T x, T y) { return x - al * y; });
     case BinaryOp::Mul: return binary_loop(L, out, a, b, [](T x, T y) { return x * y; });
-    case BinaryOp::Div: return binary_loop(L, out, a, b, [](T x, T y) { return x / y; });
+    case BinaryOp::Div:
+      return binary_loop(L, out, a, b, [](T x, T y) { return BinaryFn<T>::divide(BinaryOp::Div, x, y); });
+    case BinaryOp::DivTrunc:
+      return binary_loop(L, out, a, b, [](T x, T y) { return BinaryFn<T>::divide(BinaryOp::DivTrunc, x, y); });
+    case BinaryOp::DivFloor:
+      return binary_loop(L, out, a, b, [](T x, T y) { return BinaryFn<T>::divide(BinaryOp::DivFloor, x, y); });
     default: return binary_loop(L, out, a, b, BinaryFn<T>{op, al});
   }
 }

@@ -2,8 +2,9 @@
 // comparisons, where, casting copies and fills.
 //
 // Signatures are plain: a dtype, a StridedLoop (operand 0 = output) and raw pointers to the
-// first element of each operand. Contiguous loops go through Eigen array expressions (which
-// vectorize exp/log/tanh...); strided loops walk runs with explicit strides.
+// first element of each operand. Every op has one per-element definition that contiguous and
+// strided runs of any length share (so subnormals, infinities and NaN come out the same on
+// every path); contiguous runs of plain arithmetic vectorize.
 #pragma once
 
 #include "core/dtype.h"

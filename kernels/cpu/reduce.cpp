@@ -11,6 +11,16 @@ namespace ember::kernels::cpu {
 namespace {
 constexpr int64_t kColumnBlock = 256;  // inner elements one task accumulates at a time
 
+// scale * sum, computed in double and converted; an integer sum with scale 1 is stored as it is
+// (through a double, int64 sums above 2^53 would lose their low bits).
+template <typename T, typename Acc>
+T finish_sum(Acc acc, double scale) {
+  if constexpr (std::is_integral_v<Acc>) {
+    if (scale == 1.0) return static_cast<T>(acc);
+  }
+  return static_cast<T>(static_cast<double>(acc) * scale);
+}
+
 template <typename T>
 void sum_typed(int64_t outer, int64_t r, int64_t inner, const T* in, T* out, double scale) {
   using acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
@@ -21,7 +31,7 @@ void sum_typed(int64_t outer, int64_t r, int64_t inner, const T* in, T* out, dou
         const T* row = in + o * r;
         acc_t acc = 0;
         for (int64_t j = 0; j < r; ++j) acc += static_cast<acc_t>(row[j]);
-        out[o] = static_cast<T>(static_cast<double>(acc) * scale);
+        out[o] = finish_sum<T>(acc, scale);
       }
     });
     return;
@@ -34,7 +44,57 @@ void sum_typed(int64_t outer, int64_t r, int64_t inner, const T* in, T* out, dou
       for (int64_t k = 0; k < kn; ++k) acc[k] += static_cast<acc_t>(row[k]);
     }
     T* dst = out + o * inner + k0;
-    for (int64_t k = 0; k < kn; ++k) dst[k] = static_cast<T>(static_cast<double>(acc[k]) * scale);
+    for (int64_t k = 0; k < kn; ++k) dst[k] = finish_sum<T>(acc[k], scale);
+  });
+}
+
+// Products: one output per (o, k), accumulated in double for floats and in uint64 for integers
+// (unsigned, so that an overflowing product wraps as int64 arithmetic does, with no undefined
+// behaviour). Walked like the sums: a contiguous row per output for inner == 1, column blocks
+// otherwise.
+template <typename T>
+using prod_acc_t = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
+
+template <typename T>
+void prod_typed(int64_t outer, int64_t r, int64_t inner, const T* in, T* out) {
+  using acc_t = prod_acc_t<T>;
+  for_each_column_block(outer, r, inner, kColumnBlock, [&](int64_t o, int64_t k0, int64_t kn) {
+    acc_t acc[kColumnBlock];
+    std::fill(acc, acc + kn, acc_t(1));
+    for (int64_t j = 0; j < r; ++j) {
+      const T* row = in + (o * r + j) * inner + k0;
+      for (int64_t k = 0; k < kn; ++k) acc[k] = static_cast<acc_t>(acc[k] * static_cast<acc_t>(row[k]));
+    }
+    T* dst = out + o * inner + k0;
+    for (int64_t k = 0; k < kn; ++k) dst[k] = static_cast<T>(acc[k]);
+  });
+}
+
+template <typename T>
+void prod_backward_typed(int64_t outer, int64_t r, int64_t inner, const T* in, const T* grad,
+                         T* grad_in) {
+  // Per output (o, k): pass 1 leaves prod_{i < j} in[i] in grad_in[j]; pass 2 walks back with
+  // s = prod_{i > j} in[i] and multiplies it (and the output's gradient) in.
+  for_each_column_block(outer, r, inner, kColumnBlock, [&](int64_t o, int64_t k0, int64_t kn) {
+    double acc[kColumnBlock];
+    std::fill(acc, acc + kn, 1.0);
+    for (int64_t j = 0; j < r; ++j) {
+      const int64_t at = (o * r + j) * inner + k0;
+      for (int64_t k = 0; k < kn; ++k) {
+        grad_in[at + k] = static_cast<T>(acc[k]);
+        acc[k] *= static_cast<double>(in[at + k]);
+      }
+    }
+    std::fill(acc, acc + kn, 1.0);
+    const T* g = grad + o * inner + k0;
+    for (int64_t j = r - 1; j >= 0; --j) {
+      const int64_t at = (o * r + j) * inner + k0;
+      for (int64_t k = 0; k < kn; ++k) {
+        grad_in[at + k] = static_cast<T>(static_cast<double>(grad_in[at + k]) * acc[k] *
+                                         static_cast<double>(g[k]));
+        acc[k] *= static_cast<double>(in[at + k]);
+      }
+    }
   });
 }
 
@@ -121,6 +181,20 @@ void reduce_sum(DType dtype, int64_t outer, int64_t r, int64_t inner, const void
                 double scale) {
   EMBER_DISPATCH_NUMERIC(dtype, "sum", [&] {
     sum_typed<scalar_t>(outer, r, inner, static_cast<const scalar_t*>(in), static_cast<scalar_t*>(out), scale);
+  });
+}
+
+void reduce_prod(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* in, void* out) {
+  EMBER_DISPATCH_NUMERIC(dtype, "prod", [&] {
+    prod_typed<scalar_t>(outer, r, inner, static_cast<const scalar_t*>(in), static_cast<scalar_t*>(out));
+  });
+}
+
+void reduce_prod_backward(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* in,
+                          const void* grad, void* grad_in) {
+  EMBER_DISPATCH_FLOAT(dtype, "prod backward", [&] {
+    prod_backward_typed<scalar_t>(outer, r, inner, static_cast<const scalar_t*>(in),
+                                  static_cast<const scalar_t*>(grad), static_cast<scalar_t*>(grad_in));
   });
 }
 

@@ -18,6 +18,19 @@ namespace ember::kernels::cpu {
 void reduce_sum(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* in, void* out,
                 double scale);
 
+// out[o, k] = prod_j in[o, j, k], accumulated in double for float dtypes (then rounded once) and
+// in int64 with wrap-around for integer ones (the op card sends integers as int64).
+void reduce_prod(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* in, void* out);
+
+// The backward of reduce_prod: each element's gradient is the product of the OTHER elements of
+// its slice times the output's gradient,
+//   grad_in[o, j, k] = grad[o, k] * prod_{i != j} in[o, i, k],
+// computed without dividing (prefix products forward, suffix products backward), so a slice with
+// zeros gets the exact answer (one zero: only its own position has a nonzero gradient). Float
+// dtypes; every element of grad_in written.
+void reduce_prod_backward(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* in,
+                          const void* grad, void* grad_in);
+
 // values[o, k] = max_j in[o, j, k] (or min_j), indices[o, k] = the j where it sits.
 // Ties go to the first j (the smallest index), as torch.argmax does. NaN wins against every
 // number, for max and for min alike, so a NaN anywhere in a row makes the result NaN and its

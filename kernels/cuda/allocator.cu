@@ -13,7 +13,7 @@
 // after the first one finished.
 //
 // Rounding: requests are rounded up to 512 bytes (1 MiB above 1 MiB), so near-equal sizes share
-// blocks, and a cached block serves a request when it wastes at most a quarter of itself. Blocks
+// blocks, and a cached block serves a request when it is at most a quarter larger than it. Blocks
 // are never split; empty_cache() gives every unused one back to the driver. When cudaMalloc
 // fails, the cache is freed and the call retried once before OutOfMemoryError is raised.
 #include <cuda_runtime.h>

@@ -1,15 +1,17 @@
 // ember/kernels/cuda/cross_entropy.cu — fused softmax + negative log-likelihood on the GPU.
 //
-// Dimension letters: N rows (samples), C classes. logits is a contiguous [N, C], target [N]
-// int64, weight [C] optional (nullptr = all ones). The math and its derivation are in
-// kernels/cpu/cross_entropy.h; this file computes the same numbers with the same roundings
-// where it can (the sums run in double, in a different but fixed order, and CUDA's exp/log may
-// differ from the host libm in the last ulp).
+// Dimension letters: N samples, C classes, S positions per sample; R = N * S rows. logits is a
+// contiguous [N, C, S] (row r = n * S + s holds logits[n, :, s]), target [R] int64, weight [C]
+// optional (nullptr = all ones). The math and its derivation are in kernels/cpu/cross_entropy.h;
+// this file computes the same numbers with the same roundings where it can (the sums run in
+// double, in a different but fixed order, and CUDA's exp/log may differ from the host libm in
+// the last ulp).
 //
-// Three kernels:
-//   ce_forward_rows_kernel   one warp per row: row max, sum of exponentials, lse_i, loss_i
-//   ce_reduce_kernel         one block: sum of loss and of the weights -> out[0], weight_sum[0]
-//   ce_backward_kernel       one thread per element of dlogits
+// Four kernels:
+//   ce_forward_rows_kernel     S == 1: one warp per row: row max, sum of exponentials, stats, loss
+//   ce_forward_spatial_kernel  S > 1: one thread per row (the rows' scores interleave in memory)
+//   ce_reduce_kernel           one block: sum of loss and of the weights -> out[0], weight_sum[0]
+//   ce_backward_kernel         one thread per element of dlogits
 // The reduction stays on the device (no copy to the host, so the host never waits) and is
 // deterministic: a single block with a fixed assignment of rows to threads and a fixed tree
 // order, no floating-point atomics, so the same input always gives the same bits.
@@ -58,7 +60,26 @@ __device__ inline double warp_sum(double v) {
   return v;
 }
 
-// ---- forward: one warp per row -------------------------------------------------------------
+// Row r's results: stats[r] = m, stats[R + r] = ls, and loss[r] = w_t * (m + ls - x_t) in
+// double (0 for an ignored row). `row` points at the row's first score, `step` apart.
+template <typename T>
+__device__ inline void write_row(int64_t r, int64_t R, T m, T ls, const T* row,
+                                 int64_t step, const int64_t* __restrict__ target,
+                                 const T* __restrict__ weight, int64_t ignore_index,
+                                 T* __restrict__ loss, T* __restrict__ stats) {
+  stats[r] = m;
+  stats[R + r] = ls;
+  const int64_t t = target[r];
+  if (t == ignore_index) {
+    loss[r] = T(0);
+    return;
+  }
+  const double w = weight ? static_cast<double>(weight[t]) : 1.0;
+  const double lse = static_cast<double>(m) + static_cast<double>(ls);
+  loss[r] = static_cast<T>(w * (lse - static_cast<double>(row[t * step])));
+}
+
+// ---- forward, S == 1: one warp per row ------------------------------------------------------
 //
 // One warp (32 threads) computes one row i; a block of kBlock threads holds kBlock / 32 warps,
 // so it handles that many rows at a time, and warps stride over the rows (grid-stride by
@@ -68,7 +89,7 @@ __device__ inline double warp_sum(double v) {
 // transaction. The row is read twice (max, then sum of exponentials); the second pass mostly
 // hits L1/L2. No shared memory: partial results are combined with warp shuffles.
 // Each lane accumulates its share of sum exp(x - m) in double, then the warp adds the 32
-// partial sums; lane 0 writes lse[i] and loss[i].
+// partial sums; lane 0 writes the row's stats (max m, ls = log of the sum) and loss[i].
 // Trade-off: for small C (MNIST's 10) most lanes of the warp idle; for a very large C with few
 // rows (N = 1, C = 10^6) one warp walks the whole row. A block per row would be faster there;
 // a warp per row is the simple choice that is efficient for the common N >> 32, C ~ 10..10^4.
@@ -76,7 +97,7 @@ template <typename T>
 __global__ void ce_forward_rows_kernel(int64_t N, int64_t C, const T* __restrict__ logits,
                                        const int64_t* __restrict__ target,
                                        const T* __restrict__ weight, int64_t ignore_index,
-                                       T* __restrict__ loss, T* __restrict__ lse) {
+                                       T* __restrict__ loss, T* __restrict__ stats) {
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   const int64_t warp_id = global_thread_id() / kWarp;
   const int64_t warp_count = global_thread_count() / kWarp;
@@ -87,31 +108,43 @@ __global__ void ce_forward_rows_kernel(int64_t N, int64_t C, const T* __restrict
     T m = static_cast<T>(-INFINITY);
     for (int64_t c = lane; c < C; c += kWarp) m = max_keep(m, row[c]);
     m = warp_max(m);
-    double l;
-    if (isinf(m)) {
-      l = static_cast<double>(m);  // all -inf (lse -inf) or a +inf logit, as on the CPU
-    } else {
-      double s = 0.0;
-      for (int64_t c = lane; c < C; c += kWarp) s += exp(static_cast<double>(row[c] - m));
-      s = warp_sum(s);
-      l = static_cast<double>(m) + log(s);
-    }
-    if (lane == 0) {
-      lse[i] = static_cast<T>(l);
-      const int64_t t = target[i];
-      if (t == ignore_index) {
-        loss[i] = T(0);
-      } else {
-        const double w = weight ? static_cast<double>(weight[t]) : 1.0;
-        loss[i] = static_cast<T>(w * (l - static_cast<double>(row[t])));
-      }
-    }
+    // An infinite max (all -inf, or a +inf logit) makes inf - inf = NaN: a NaN loss, as on the CPU.
+    double s = 0.0;
+    for (int64_t c = lane; c < C; c += kWarp) s += exp(static_cast<double>(row[c] - m));
+    s = warp_sum(s);
+    const T ls = static_cast<T>(log(s));
+    if (lane == 0) write_row(i, N, m, ls, row, 1, target, weight, ignore_index, loss, stats);
+  }
+}
+
+// ---- forward, S > 1: one thread per row -------------------------------------------------------
+//
+// For logits [N, C, d1, ..., dk] row r = n * S + s reads logits[n, c, s] for c = 0..C-1: its
+// scores are S elements apart, and the next row's are right beside them. So one thread walks
+// one row (grid-stride over the R rows), and at each step c the threads of a warp read 32
+// consecutive positions s: one coalesced transaction, as for the warp-per-row kernel. Each row is
+// read twice (max, then the sum of exponentials in double). No shared memory, no shuffles.
+template <typename T>
+__global__ void ce_forward_spatial_kernel(int64_t N, int64_t C, int64_t S,
+                                          const T* __restrict__ logits,
+                                          const int64_t* __restrict__ target,
+                                          const T* __restrict__ weight, int64_t ignore_index,
+                                          T* __restrict__ loss, T* __restrict__ stats) {
+  const int64_t R = N * S;
+  for (int64_t r = global_thread_id(); r < R; r += global_thread_count()) {
+    const T* row = logits + (r / S) * C * S + r % S;
+    T m = static_cast<T>(-INFINITY);
+    for (int64_t c = 0; c < C; ++c) m = max_keep(m, row[c * S]);
+    double s = 0.0;
+    for (int64_t c = 0; c < C; ++c) s += exp(static_cast<double>(row[c * S] - m));
+    const T ls = static_cast<T>(log(s));
+    write_row(r, R, m, ls, row, S, target, weight, ignore_index, loss, stats);
   }
 }
 
 // ---- forward: the reduction, one block -----------------------------------------------------
 //
-// One block of kReduceBlock threads reduces all N rows. Thread j adds rows j, j + kReduceBlock,
+// One block of kReduceBlock threads reduces all N rows (here N is the row count R = N * S). Thread j adds rows j, j + kReduceBlock,
 // j + 2 * kReduceBlock, ... (consecutive threads read consecutive loss[] and target[] entries:
 // coalesced), in double: the sum of the stored loss values, and the weight w_t of every row
 // that is not ignored (recomputed from target and weight, so no per-row weight buffer is
@@ -155,36 +188,38 @@ __global__ void ce_reduce_kernel(int64_t N, const T* __restrict__ loss,
 
 // ---- backward: one thread per element ------------------------------------------------------
 //
-// One thread computes one element e = i * C + c of dlogits (grid-stride over N * C):
-//   dlogits[i, c] = gw_i * exp(logits[i, c] - lse_i) - (c == t ? gw_i : 0)
-//   gw_i = (T)(scale * grad[i * grad_stride] * w_t),  scale = 1 / divisor[0] (or 1)
+// One thread computes one element e = (n * C + c) * S + s of dlogits (grid-stride over N*C*S),
+// which belongs to row r = n * S + s:
+//   dlogits[e] = gw_r * exp((logits[e] - m_r) - ls_r) - (c == t ? gw_r : 0)
+//   gw_r = (T)(scale * grad[r * grad_stride] * w_t),  scale = 1 / divisor[0] (or 1)
 // Memory: consecutive threads read consecutive logits and write consecutive dlogits
-// (coalesced); target[i], lse[i], grad and weight[t] are the same for the whole row, so the
-// threads of a row read them from the same address (one cached load, broadcast). No shared
-// memory. The roundings follow the CPU kernel: gw_i rounded to T once, the product
-// gw_i * exp(.) rounded, then gw_i subtracted at the target class.
+// (coalesced); target[r], the stats, grad and weight[t] are shared by the threads of a row
+// (S == 1: one cached load, broadcast; S > 1: consecutive s, consecutive addresses). No shared
+// memory. The roundings follow the CPU kernel: gw_r rounded to T once, the product
+// gw_r * exp(.) rounded, then gw_r subtracted at the target class.
 template <typename T>
-__global__ void ce_backward_kernel(int64_t N, int64_t C, const T* __restrict__ logits,
+__global__ void ce_backward_kernel(int64_t N, int64_t C, int64_t S, const T* __restrict__ logits,
                                    const int64_t* __restrict__ target,
                                    const T* __restrict__ weight, int64_t ignore_index,
-                                   const T* __restrict__ lse, const T* __restrict__ grad,
+                                   const T* __restrict__ stats, const T* __restrict__ grad,
                                    int64_t grad_stride, const T* __restrict__ divisor,
                                    T* __restrict__ dlogits) {
-  const int64_t total = N * C;
+  const int64_t total = N * C * S, R = N * S;
   // The divisor of the mean lives on the device (written by ce_reduce_kernel): read it here
   // rather than on the host, so the host never waits for the forward to finish.
   const double scale = divisor ? 1.0 / static_cast<double>(divisor[0]) : 1.0;
   for (int64_t e = global_thread_id(); e < total; e += global_thread_count()) {
-    const int64_t i = e / C;
-    const int64_t c = e - i * C;
-    const int64_t t = target[i];
+    const int64_t n = e / (C * S);
+    const int64_t c = (e / S) % C;
+    const int64_t r = n * S + e % S;
+    const int64_t t = target[r];
     if (t == ignore_index) {
       dlogits[e] = T(0);
       continue;
     }
     const double w = weight ? static_cast<double>(weight[t]) : 1.0;
-    const T gw = static_cast<T>(scale * static_cast<double>(grad[i * grad_stride]) * w);
-    T v = mul_rn(gw, exp_t(logits[e] - lse[i]));
+    const T gw = static_cast<T>(scale * static_cast<double>(grad[r * grad_stride]) * w);
+    T v = mul_rn(gw, exp_t((logits[e] - stats[r]) - stats[R + r]));
     if (c == t) v -= gw;
     dlogits[e] = v;
   }
@@ -192,40 +227,46 @@ __global__ void ce_backward_kernel(int64_t N, int64_t C, const T* __restrict__ l
 
 }  // namespace
 
-void cross_entropy_forward(DType dtype, int64_t N, int64_t C, const void* logits,
+void cross_entropy_forward(DType dtype, int64_t N, int64_t C, int64_t S, const void* logits,
                            const int64_t* target, const void* weight, int64_t ignore_index,
-                           void* loss, void* lse, int reduction, void* out, void* weight_sum) {
+                           void* loss, void* stats, int reduction, void* out, void* weight_sum) {
   EMBER_DISPATCH_FLOAT(dtype, "cross_entropy", [&] {
     const auto* x = static_cast<const scalar_t*>(logits);
     const auto* w = static_cast<const scalar_t*>(weight);
-    if (N > 0) {
+    const int64_t R = N * S;
+    if (R > 0 && S == 1) {
       // kBlock / 32 rows per block; grid_for caps the grid and the warps stride over the rest.
       constexpr int kRowsPerBlock = kBlock / kWarp;
       EMBER_LAUNCH(grid_for(N, kRowsPerBlock), kBlock, 0, stream(), ce_forward_rows_kernel<scalar_t>)(
           N, C, x, target, w, ignore_index, static_cast<scalar_t*>(loss),
-          static_cast<scalar_t*>(lse));
+          static_cast<scalar_t*>(stats));
       EMBER_LAUNCH_CHECK("ce_forward_rows_kernel");
+    } else if (R > 0) {
+      EMBER_LAUNCH(grid_for(R), kBlock, 0, stream(), ce_forward_spatial_kernel<scalar_t>)(
+          N, C, S, x, target, w, ignore_index, static_cast<scalar_t*>(loss),
+          static_cast<scalar_t*>(stats));
+      EMBER_LAUNCH_CHECK("ce_forward_spatial_kernel");
     }
-    // Sum and mean write their 0-d results even for N = 0 (sum 0, mean nan).
+    // Sum and mean write their 0-d results even for R = 0 (sum 0, mean nan).
     if (reduction != 0 && (out != nullptr || weight_sum != nullptr)) {
       EMBER_LAUNCH(1, kReduceBlock, 0, stream(), ce_reduce_kernel<scalar_t>)(
-          N, static_cast<const scalar_t*>(loss), target, w, ignore_index, reduction,
+          R, static_cast<const scalar_t*>(loss), target, w, ignore_index, reduction,
           static_cast<scalar_t*>(out), static_cast<scalar_t*>(weight_sum));
       EMBER_LAUNCH_CHECK("ce_reduce_kernel");
     }
   });
 }
 
-void cross_entropy_backward(DType dtype, int64_t N, int64_t C, const void* logits,
+void cross_entropy_backward(DType dtype, int64_t N, int64_t C, int64_t S, const void* logits,
                             const int64_t* target, const void* weight, int64_t ignore_index,
-                            const void* lse, const void* grad, int64_t grad_stride,
+                            const void* stats, const void* grad, int64_t grad_stride,
                             const void* divisor, void* dlogits) {
   EMBER_DISPATCH_FLOAT(dtype, "cross_entropy", [&] {
-    const int64_t total = N * C;
+    const int64_t total = N * C * S;
     if (total == 0) return;
     EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), ce_backward_kernel<scalar_t>)(
-        N, C, static_cast<const scalar_t*>(logits), target,
-        static_cast<const scalar_t*>(weight), ignore_index, static_cast<const scalar_t*>(lse),
+        N, C, S, static_cast<const scalar_t*>(logits), target,
+        static_cast<const scalar_t*>(weight), ignore_index, static_cast<const scalar_t*>(stats),
         static_cast<const scalar_t*>(grad), grad_stride, static_cast<const scalar_t*>(divisor),
         static_cast<scalar_t*>(dlogits));
     EMBER_LAUNCH_CHECK("ce_backward_kernel");

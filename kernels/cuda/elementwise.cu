@@ -20,10 +20,9 @@
 // memory traffic), and it keeps the number of kernels nvcc must build — for every GPU
 // architecture — to one pair per dtype instead of one per (op, dtype).
 //
-// Integer division by zero: on the CPU it raises SIGFPE and kills the process (the CPU kernel
-// does not special-case it); on the GPU it does not trap — the quotient is an unspecified value
-// and the kernel carries on. Nothing here checks for it: the result is garbage, not a crash.
-// The same holds for INT64_MIN / -1, which also traps on x86.
+// Integer division: the op card refuses a zero divisor before the launch (core/ops/div.cpp), and
+// the quotients come from kernels/scalar_math.h, shared with the CPU kernels, which never divide
+// by 0 or -1 (INT64_MIN / -1 wraps to INT64_MIN on both devices).
 #include "kernels/cuda/elementwise.h"
 
 #include <cstdint>
@@ -32,6 +31,7 @@
 #include <utility>
 
 #include "kernels/cuda/launch.cuh"
+#include "kernels/scalar_math.h"
 
 namespace ember::kernels::cuda {
 
@@ -94,10 +94,11 @@ __device__ inline double mul_rn(double a, double b) { return __dmul_rn(a, b); }
 
 // ---- the functors: one element each ------------------------------------------------------------
 
-// out = op(in). Float dtypes follow the CPU's contiguous (Eigen) path: abs(-0) = +0,
-// sign(NaN) = NaN, relu(NaN) = NaN, relu(-0) = -0, pow(x, 2) = x * x, pow(x, 0.5) = sqrt(x).
-// Integer dtypes follow the CPU's scalar definition: transcendental ops run in double and
-// convert back; -x and x * x wrap for uint8 exactly as the C++ integer promotions do.
+// out = op(in), the CPU's per-element definition (kernels/cpu/elementwise.cpp unary_scalar):
+// abs(-0) = +0, sign(NaN) = 0, relu(NaN) = NaN, relu(-0) = -0, pow(x, 2) = x * x,
+// pow(x, 0.5) = sqrt(x), pow(x, -0.5) = 1 / sqrt(x) (and 3, -1, -2 likewise). Integer dtypes: -x and abs wrap (INT64_MIN stays INT64_MIN), x * x wraps,
+// integer powers are exact (kernels/scalar_math.h); the op cards send no integer tensor to the
+// transcendental ops (they compute those in float32), which run in double here if one comes.
 template <typename T>
 struct UnaryFn {
   UnaryOp op;
@@ -111,15 +112,17 @@ struct UnaryFn {
         case UnaryOp::Log: return log_t(x);
         case UnaryOp::Sqrt: return sqrt_t(x);
         case UnaryOp::Abs: return abs_t(x);
-        case UnaryOp::Sign:
-          if (x != x) return x;  // NaN stays NaN
-          return static_cast<T>((T(0) < x) - (x < T(0)));
+        case UnaryOp::Sign: return static_cast<T>((T(0) < x) - (x < T(0)));  // NaN -> 0
         case UnaryOp::Relu: return x < T(0) ? T(0) : x;
         case UnaryOp::Sigmoid: return T(1) / (T(1) + exp_t(-x));
         case UnaryOp::Tanh: return tanh_t(x);
-        case UnaryOp::Pow: {
+        case UnaryOp::Pow: {  // PyTorch's short cuts, as on the CPU (elementwise.cpp pow_scalar)
           if (param == 2.0) return x * x;
+          if (param == 3.0) return x * x * x;
           if (param == 0.5) return sqrt_t(x);
+          if (param == -0.5) return T(1) / sqrt_t(x);
+          if (param == -1.0) return T(1) / x;
+          if (param == -2.0) return T(1) / (x * x);
           return pow_t(x, static_cast<T>(param));
         }
         case UnaryOp::Square: return x * x;
@@ -128,12 +131,12 @@ struct UnaryFn {
     } else {
       const double xd = static_cast<double>(x);
       switch (op) {
-        case UnaryOp::Neg: return static_cast<T>(-x);
+        case UnaryOp::Neg: return wrapping_neg(x);
         case UnaryOp::Exp: return convert<T>(exp(xd));
         case UnaryOp::Log: return convert<T>(log(xd));
         case UnaryOp::Sqrt: return convert<T>(sqrt(xd));
         case UnaryOp::Abs:
-          if constexpr (std::is_signed_v<T>) return x < T(0) ? static_cast<T>(-x) : x;
+          if constexpr (std::is_signed_v<T>) return x < T(0) ? wrapping_neg(x) : x;
           else return x;
         case UnaryOp::Sign:
           if constexpr (std::is_signed_v<T>) return static_cast<T>((T(0) < x) - (x < T(0)));
@@ -141,8 +144,7 @@ struct UnaryFn {
         case UnaryOp::Relu: return x > T(0) ? x : T(0);
         case UnaryOp::Sigmoid: return convert<T>(1.0 / (1.0 + exp(-xd)));
         case UnaryOp::Tanh: return convert<T>(tanh(xd));
-        // The CPU casts the exponent to the element type first (pow(x, 2.7) on int64 is x^2).
-        case UnaryOp::Pow: return convert<T>(pow(xd, static_cast<double>(convert<T>(param))));
+        case UnaryOp::Pow: return int_pow(x, static_cast<int64_t>(param));
         case UnaryOp::Square: return static_cast<T>(x * x);
       }
       return x;
@@ -163,7 +165,9 @@ struct BinaryFn {
         case BinaryOp::Sub: return alpha == T(1) ? a - b : a - mul_rn(alpha, b);
         case BinaryOp::Mul: return a * b;
         case BinaryOp::Div: return a / b;
-        case BinaryOp::ReluBackward: return b > T(0) ? a : T(0);
+        case BinaryOp::DivTrunc: return float_div_trunc(a, b);
+        case BinaryOp::DivFloor: return float_div_floor(a, b);
+        case BinaryOp::ReluBackward: return b <= T(0) ? T(0) : a;  // y = NaN passes g
         case BinaryOp::SigmoidBackward: return a * b * (T(1) - b);
         case BinaryOp::TanhBackward: return a * (T(1) - mul_rn(b, b));
       }
@@ -174,7 +178,9 @@ struct BinaryFn {
         case BinaryOp::Add: return static_cast<T>(a + alpha * b);
         case BinaryOp::Sub: return static_cast<T>(a - alpha * b);
         case BinaryOp::Mul: return static_cast<T>(a * b);
-        case BinaryOp::Div: return static_cast<T>(a / b);  // b == 0: see the file comment
+        case BinaryOp::Div:
+        case BinaryOp::DivTrunc: return int_div_trunc(a, b);  // see the file comment
+        case BinaryOp::DivFloor: return int_div_floor(a, b);
         case BinaryOp::ReluBackward: return b > T(0) ? a : T(0);
         case BinaryOp::SigmoidBackward: return static_cast<T>(a * b * (T(1) - b));
         case BinaryOp::TanhBackward: return static_cast<T>(a * (T(1) - b * b));

@@ -1,5 +1,5 @@
-// ember/kernels/cuda/reduce.cu — sum and max/min (with argmax/argmin) over the middle axis of a
-// contiguous [outer, r, inner] block, and the backward of max/min.
+// ember/kernels/cuda/reduce.cu — sum, prod and max/min (with argmax/argmin) over the middle axis
+// of a contiguous [outer, r, inner] block, and the backward of prod and max/min.
 //
 // Element (o, j, k) sits at (o * r + j) * inner + k; output (o, k) at o * inner + k and reduces
 // over j. The rules are the CPU's (kernels/cpu/reduce.h): sums accumulate in double (int64 for
@@ -14,6 +14,7 @@
 //                          of j per block.
 //   reduce_finish_kernel   when few outputs have long rows, the first two kernels leave one
 //                          partial result per (output, segment of j) and this one combines them.
+//   prod_backward_kernel   one thread per output (o, k), walking its r elements twice.
 //   max_min_backward_kernel  one thread per element of grad_in.
 //
 // Many threads for few outputs. A full reduction of 10^7 elements has one output: one warp or
@@ -111,10 +112,40 @@ struct SumReducer {
   __device__ Acc from_element(T x, int64_t /*j*/) const { return static_cast<Acc>(x); }
   __device__ Acc combine(Acc a, Acc b) const { return a + b; }
   __device__ Acc shuffle_down(Acc a, int delta) const { return shfl_down(a, delta); }
-  // out = scale * sum, computed in double and converted, exactly as the CPU does.
+  // out = scale * sum, computed in double and converted, exactly as the CPU does; an integer sum
+  // with scale 1 is stored as it is (a double would round int64 sums above 2^53).
   __device__ void store(int64_t o, Acc a) const {
+    if constexpr (std::is_integral_v<Acc>) {
+      if (scale == 1.0) {
+        out[o] = static_cast<T>(a);
+        return;
+      }
+    }
     out[o] = from_double<T>(static_cast<double>(a) * scale);
   }
+};
+
+// prod: Acc is the running product, double for float dtypes and uint64 for integer ones
+// (unsigned: an overflowing product wraps as int64 arithmetic does; multiplication modulo 2^64
+// is associative, so any tree gives the CPU's bits). Floats: the order of the products differs
+// from the CPU's, far below float precision in double.
+template <typename T>
+struct ProdReducer {
+  using elem_t = T;
+  using Acc = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
+
+  T* out;
+
+  __device__ Acc identity() const { return Acc(1); }
+  __device__ Acc from_element(T x, int64_t /*j*/) const { return static_cast<Acc>(x); }
+  __device__ Acc combine(Acc a, Acc b) const { return a * b; }
+  __device__ Acc shuffle_down(Acc a, int delta) const {
+    if constexpr (std::is_same_v<Acc, uint64_t>)
+      return static_cast<uint64_t>(shfl_down(static_cast<int64_t>(a), delta));
+    else
+      return shfl_down(a, delta);
+  }
+  __device__ void store(int64_t o, Acc a) const { out[o] = static_cast<T>(a); }
 };
 
 // max/min: Acc is a candidate (value, index); index -1 means "no element seen yet".
@@ -401,6 +432,37 @@ void run_reduction(const R& red, const typename R::elem_t* in, int64_t outer, in
   }
 }
 
+// ---- backward of prod ----------------------------------------------------------------------------
+// One thread per output (o, k), grid-stride: pass 1 writes the prefix products prod_{i < j} in[i]
+// into grad_in[j]; pass 2 walks back with the suffix product s = prod_{i > j} in[i] and writes
+// grad_in[j] = prefix * s * grad[o, k] — the product of the other elements, with no division, so
+// zeros in the slice are exact (as kernels/cpu/reduce.h describes). Accumulated in double.
+// Memory: for inner > 1 consecutive threads own consecutive k, so each step of the walk reads
+// and writes 32 consecutive elements per warp (coalesced); for inner == 1 each thread walks its
+// own row (strided across the warp, cached in L1/L2 between the passes). No shared memory.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    prod_backward_kernel(int64_t outer, int64_t r, int64_t inner, const T* in, const T* grad,
+                         T* grad_in) {
+  const int64_t outputs = outer * inner;
+  for (int64_t out = global_thread_id(); out < outputs; out += global_thread_count()) {
+    const int64_t o = out / inner, k = out % inner;
+    const int64_t base = o * r * inner + k;
+    double acc = 1.0;
+    for (int64_t j = 0; j < r; ++j) {
+      grad_in[base + j * inner] = static_cast<T>(acc);
+      acc *= static_cast<double>(in[base + j * inner]);
+    }
+    acc = 1.0;
+    const double g = static_cast<double>(grad[out]);
+    for (int64_t j = r - 1; j >= 0; --j) {
+      const int64_t at = base + j * inner;
+      grad_in[at] = static_cast<T>(static_cast<double>(grad_in[at]) * acc * g);
+      acc *= static_cast<double>(in[at]);
+    }
+  }
+}
+
 // ---- backward of max/min -------------------------------------------------------------------------
 // One thread per element e = (o, j, k) of grad_in, grid-stride: grad_in[e] = grad[o, k] if
 // indices[o, k] == j, else 0. Every element is written (zeros included), so grad_in needs no
@@ -428,6 +490,25 @@ void reduce_sum(DType dtype, int64_t outer, int64_t r, int64_t inner, const void
   EMBER_DISPATCH_NUMERIC(dtype, "sum", [&] {
     run_reduction(SumReducer<scalar_t>{static_cast<scalar_t*>(out), scale},
                   static_cast<const scalar_t*>(in), outer, r, inner);
+  });
+}
+
+void reduce_prod(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* in, void* out) {
+  EMBER_DISPATCH_NUMERIC(dtype, "prod", [&] {
+    run_reduction(ProdReducer<scalar_t>{static_cast<scalar_t*>(out)},
+                  static_cast<const scalar_t*>(in), outer, r, inner);
+  });
+}
+
+void reduce_prod_backward(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* in,
+                          const void* grad, void* grad_in) {
+  const int64_t outputs = outer * inner;
+  EMBER_DISPATCH_FLOAT(dtype, "prod backward", [&] {
+    if (outputs <= 0 || r <= 0) return;
+    EMBER_LAUNCH(grid_for(outputs), kBlock, 0, stream(), prod_backward_kernel<scalar_t>)(
+        outer, r, inner, static_cast<const scalar_t*>(in), static_cast<const scalar_t*>(grad),
+        static_cast<scalar_t*>(grad_in));
+    EMBER_LAUNCH_CHECK("prod_backward_kernel");
   });
 }
 

@@ -99,6 +99,21 @@ EMBER_OP_CASES({
             [] { return targets({4}).reshape({}); }, nullptr, Reduction::Mean),
     ce_case("[1, 1] one class", [] { return leaf({1, 1}, 242); }, [] { return targets({0}); },
             nullptr, Reduction::Sum),
+    // N-d: logits [N, C, d1, ..., dk], a class per position (segmentation).
+    ce_case("[2, 3, 4] mean, a class per position", [] { return leaf({2, 3, 4}, 243, -2, 2); },
+            [] { return indices({2, 4}, 3, 244); }, nullptr, Reduction::Mean),
+    ce_case("[2, 4, 3, 5] none", [] { return leaf({2, 4, 3, 5}, 245, -2, 2); },
+            [] { return indices({2, 3, 5}, 4, 246); }, nullptr, Reduction::None),
+    ce_case("[3, 4, 5] weighted mean with ignored positions",
+            [] { return leaf({3, 4, 5}, 247, -2, 2); },
+            [] {
+              Tensor t = indices({3, 5}, 4, 248);
+              return masked_fill(t, indices({3, 5}, 3, 249).eq(Scalar(0)), Scalar(-100));
+            },
+            [] { return class_weight(4, 258); }, Reduction::Mean),
+    ce_case("transposed [2, 3, 6] sum", [] { return leaf_transposed({2, 3, 6}, 259, -2, 2); },
+            [] { return indices({2, 6}, 3, 260); }, [] { return class_weight(3, 261); },
+            Reduction::Sum),
 
     // mse_loss: both inputs differentiable.
     mse_case("[4, 5] mean", [] { return leaf({4, 5}, 250); }, [] { return leaf({4, 5}, 251); },

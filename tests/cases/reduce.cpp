@@ -51,6 +51,24 @@ EMBER_OP_CASES({
                [](T a) { return sum(a, {0, 1, 2}, true); }),
     unary_case("sum", "[1, 13] over dim 0 (size 1)", [] { return leaf({1, 13}, 108); },
                [](T a) { return sum(a, {0}); }),
+    // prod: all dims, one dim, keepdim, a zero in a slice (the gradient without division).
+    unary_case("prod", "all dims of [3, 4]", [] { return leaf({3, 4}, 121, 0.5, 1.5); },
+               [](T a) { return prod(a); }),
+    unary_case("prod", "dim 1 of transposed [4, 5]",
+               [] { return leaf_transposed({4, 5}, 122, -1.5, 1.5); },
+               [](T a) { return prod(a, 1); }),
+    unary_case("prod", "dim 0 of strided [3, 4] keepdim",
+               [] { return leaf_strided({3, 4}, 123, -1.5, 1.5); },
+               [](T a) { return prod(a, 0, true); }),
+    unary_case("prod", "dim -1 of [2, 3, 4] with zeros",
+               [] {
+                 Tensor t = leaf({2, 3, 4}, 124, -1.5, 1.5).detach();
+                 t.select(2, 1).select(1, 0).zero_();  // a zero in two slices of dim 2
+                 t.select(2, 2).select(1, 0).zero_();  // two zeros in one of them
+                 t.select(2, 3).select(1, 2).zero_();
+                 return t.requires_grad_(true);
+               },
+               [](T a) { return prod(a, -1); }),
     // mean
     unary_case("mean", "all dims of strided [4, 6]", [] { return leaf_strided({4, 6}, 111); },
                [](T a) { return mean(a); }),

@@ -48,6 +48,9 @@ enum Check : unsigned {
 };
 
 // The checkers in force (a mask of Check), and changing them for the launches that follow.
+// Turning hostcheck on puts its SIGSEGV handler in front of the one in place (and chains to it); a
+// handler installed later (a test runner's, per test case) hides hostcheck's explanation until
+// hostcheck is turned off and on again.
 unsigned checks();
 void set_checks(unsigned mask);
 // Parses "memcheck,racecheck" / "all" / "none" as EMBER_EMULATOR_CHECKS does; throws

@@ -1,0 +1,227 @@
+// What the fuzzers found (fuzz/regressions/README.md has the list), each written down as a small
+// test of the behaviour that was wrong, next to the replay of the exact input that found it
+// (tests/test_fuzz_corpus.cpp).
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "core/ember.h"
+#include "data/data.h"
+
+using namespace ember;
+using namespace ember::data;
+using Catch::Matchers::Contains;
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+void put_le32(Bytes& b, uint32_t v) {
+  for (int s = 0; s < 32; s += 8) b.push_back(static_cast<uint8_t>(v >> s));
+}
+
+// An 8-bit BMP of w x 1 pixels with a palette of `colours` entries (entry i = grey i * 40) and the
+// given pixel indices.
+Bytes palette_bmp(uint32_t colours, const std::vector<uint8_t>& indices) {
+  const uint32_t w = static_cast<uint32_t>(indices.size());
+  const uint32_t offset = 14 + 40 + 4 * colours, row = (w + 3) / 4 * 4;
+  Bytes b = {'B', 'M'};
+  put_le32(b, offset + row);
+  put_le32(b, 0);
+  put_le32(b, offset);
+  put_le32(b, 40);
+  put_le32(b, w);
+  put_le32(b, 1);
+  b.push_back(1), b.push_back(0), b.push_back(8), b.push_back(0);
+  put_le32(b, 0);
+  put_le32(b, row);
+  put_le32(b, 2835);
+  put_le32(b, 2835);
+  put_le32(b, colours);
+  put_le32(b, 0);
+  for (uint32_t i = 0; i < colours; ++i) {
+    const auto g = static_cast<uint8_t>(i * 40);
+    b.push_back(g), b.push_back(g), b.push_back(g), b.push_back(0);
+  }
+  b.insert(b.end(), indices.begin(), indices.end());
+  b.resize(offset + row, 0);
+  return b;
+}
+
+std::string decode(const Bytes& file, std::vector<uint8_t>& out, uint8_t garbage) {
+  DecodeScratch scratch;
+  scratch.pixels.assign(1024, garbage);  // what an earlier, larger image left there
+  out.assign(out.size(), garbage);
+  return decode_image(file.data(), file.size(), 1, static_cast<int64_t>(out.size()), 1, out.data(),
+                      scratch);
+}
+
+}  // namespace
+
+TEST_CASE("fuzz finding: a BMP pixel whose colour index is past its palette is refused",
+          "[data][image][fuzz]") {
+  // stb_image looked index 200 up in a 4-entry palette, i.e. in its uninitialised stack array:
+  // the decoded grey came out different from one decode to the next. Now the file is skipped
+  // with the reason.
+  std::vector<uint8_t> a(3), b(3);
+  const Bytes bad = palette_bmp(4, {1, 200, 3});
+  const std::string why = decode(bad, a, 0x00);
+  CHECK_THAT(why, Contains("bad BMP: pixel 1 of row 0 has colour 200, but the palette holds 4 colours"));
+  CHECK(decode(bad, b, 0xFF) == why);
+  // Inside the palette it decodes, to the palette's greys, the same every time.
+  const Bytes good = palette_bmp(4, {1, 0, 3});
+  REQUIRE(decode(good, a, 0x00).empty());
+  REQUIRE(decode(good, b, 0xFF).empty());
+  CHECK(a == std::vector<uint8_t>{40, 0, 120});
+  CHECK(a == b);
+  // A full 256-colour palette needs no check.
+  std::vector<uint8_t> c(2);
+  CHECK(decode(palette_bmp(256, {255, 7}), c, 0x11).empty());
+  CHECK(c == std::vector<uint8_t>{static_cast<uint8_t>(255 * 40), static_cast<uint8_t>(7 * 40)});
+}
+
+TEST_CASE("fuzz finding: an empty IDX array with huge sizes is refused, not laid out",
+          "[data][fuzz]") {
+  // [16975630, 354156544, 0, 0, 0, 16777471, 4278190134] holds no element, so the file (its
+  // header alone) matched its size; but the tensor's strides, the products of the sizes with the
+  // zeros counted as 1, overflowed int64 in contiguous_strides (UBSan: signed overflow). read_idx
+  // now refuses sizes that multiply past 2^62 with or without zeros.
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("ember_test_idx_empty_" + std::to_string(::getpid()))).string();
+  Bytes file = {0, 0, 8, 3};
+  for (uint32_t d : {0xFFFFFFF0u, 0u, 0xFFFFFFF0u}) {
+    for (int s = 24; s >= 0; s -= 8) file.push_back(static_cast<uint8_t>(d >> s));
+  }
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
+  }
+  std::string msg;
+  try {
+    read_idx(path);
+  } catch (const IOError& e) {
+    msg = e.what();
+  }
+  std::filesystem::remove(path);
+  CHECK_THAT(msg, Contains("the header claims a 4294967280x0x4294967280 array, sizes that multiply "
+                           "to more than 2^62 (leaving out any 0), but the file holds 0 bytes"));
+  // An empty array with sane sizes still loads.
+  file = {0, 0, 8, 3, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 7};
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
+  }
+  CHECK(read_idx(path).shape() == Shape{5, 0, 7});
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("fuzz finding: a PNG cut inside its IHDR still gets the size check", "[data][image][fuzz]") {
+  // The file ends two bytes after IHDR's height (4 x 2024686176): the pixel limit was checked only
+  // when the bit depth and colour type were there too, so stb's "Very large image (corrupt?)" was
+  // the reason, without the sizes.
+  const Bytes png = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, 'I', 'H', 'D', 'R',
+                     0, 0, 0, 4, 0x78, 0xAE, 0x42, 0x60, 0x82};
+  DecodeScratch scratch;
+  std::vector<uint8_t> out(4);
+  CHECK_THAT(decode_image(png.data(), png.size(), 2, 2, 1, out.data(), scratch),
+             Contains("bad PNG: the header claims 4x2024686176 pixels") &&
+                 Contains("in a file of 25 bytes"));
+}
+
+TEST_CASE("fuzz finding: an IDX array of more dimensions than ember's ops take is refused",
+          "[data][fuzz]") {
+  // IDX allows 255 dimensions. read_idx returned a 16-d tensor, which every op then refused
+  // ("contiguous: tensors with more than 12 dimensions are not supported"): the error came far
+  // from the file. Now the reader says it.
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("ember_test_idx_rank_" + std::to_string(::getpid()))).string();
+  Bytes file = {0, 0, 8, 16};
+  for (int d = 0; d < 16; ++d) file.insert(file.end(), {0, 0, 0, 1});
+  file.push_back(42);
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
+  }
+  std::string msg;
+  try {
+    read_idx(path);
+  } catch (const IOError& e) {
+    msg = e.what();
+  }
+  std::filesystem::remove(path);
+  CHECK_THAT(msg, Contains("holds a 16-d array (magic 0x00000810), but ember's tensors have at "
+                           "most 12 dimensions"));
+}
+
+TEST_CASE("fuzz finding: a BMP compression code of 2^31 or more is refused, not decoded as zeros",
+          "[data][image][fuzz]") {
+  // stb_image reads the compression field as a signed int, so 0xFFFFFF00 passed its "1, 2 or >= 4:
+  // unsupported" test as a negative number and the file was decoded as uncompressed; our row count
+  // check had let it through as "compressed". A 174-byte file with a height of 16775430 became 84
+  // million pixels of zeros (251 MB and half a minute under ASan).
+  Bytes bmp = palette_bmp(16, {1, 2, 3, 4, 5});
+  const uint32_t height = 16775430, compression = 0xFFFFFF00u;
+  for (int k = 0; k < 4; ++k) {
+    bmp[22 + k] = static_cast<uint8_t>(height >> (8 * k));
+    bmp[30 + k] = static_cast<uint8_t>(compression >> (8 * k));
+  }
+  std::vector<uint8_t> out(4);
+  CHECK_THAT(decode(bmp, out, 0),
+             Contains("bad BMP: compression 4294967040 is not supported (ember reads uncompressed "
+                      "and BI_BITFIELDS BMPs)"));
+  // RLE (1 and 2), which stb never read, gets the same plain answer.
+  bmp[30] = 1, bmp[31] = bmp[32] = bmp[33] = 0;
+  CHECK_THAT(decode(bmp, out, 0), Contains("bad BMP: compression 1 is not supported"));
+}
+
+TEST_CASE("fuzz finding: a BMP header claiming too many pixels is refused with both sizes, "
+          "whatever its compression field says", "[data][image][fuzz][limits]") {
+  // The fuzzer's file claimed 2013278614x2030028665 pixels and compression 2768258665; the
+  // compression check came first, so the reason was "compression ... is not supported" and the
+  // forged size went unnamed. The size is now checked first.
+  Bytes bmp = palette_bmp(16, {1, 2, 3, 4, 5});
+  const uint32_t width = 100000, height = 100000, compression = 0xA5000069u;
+  for (int k = 0; k < 4; ++k) {
+    bmp[18 + k] = static_cast<uint8_t>(width >> (8 * k));
+    bmp[22 + k] = static_cast<uint8_t>(height >> (8 * k));
+    bmp[30 + k] = static_cast<uint8_t>(compression >> (8 * k));
+  }
+  std::vector<uint8_t> out(4);
+  CHECK_THAT(decode(bmp, out, 0),
+             Contains("bad BMP: the header claims 100000x100000 pixels (10000000000), more than "
+                      "ember decodes (268435456), in a file of " + std::to_string(bmp.size()) +
+                      " bytes"));
+}
+
+TEST_CASE("fuzz finding: a palette BMP whose pixel offset lies inside its headers is refused",
+          "[data][image][fuzz]") {
+  // Pixel offset 0: stb_image's palette size (offset - 14 - 40) / 4 came out negative, passed its
+  // "0 or more than 256" test, and no palette was read: every pixel took its colour from stb's
+  // uninitialised stack array, so two decodes of the same file differed.
+  Bytes bmp = palette_bmp(16, {1, 2, 3, 4, 5});
+  for (int k = 0; k < 4; ++k) bmp[10 + k] = 0;
+  std::vector<uint8_t> out(5);
+  CHECK_THAT(decode(bmp, out, 0),
+             Contains("bad BMP: its pixel data starts at byte 0, too early for the palette its "
+                      "8-bit pixels need (the headers alone take 54 bytes)"));
+  CHECK(decode(bmp, out, 0) == decode(bmp, out, 0xFF));
+}
+
+TEST_CASE("fuzz finding: a PNG chunk longer than the file is refused before stb_image allocates it",
+          "[data][image][fuzz][limits]") {
+  // stb_image grows its compressed-data buffer to an IDAT chunk's claimed length before reading
+  // it: a 150-byte file claiming 2^31 bytes made it allocate 2 GiB (libFuzzer's out-of-memory).
+  Bytes png = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, 'I', 'H', 'D', 'R',
+               0, 0, 0, 4, 0, 0, 0, 4, 8, 0, 0, 0, 0, 1, 2, 3, 4,  // 4x4 gray, then a CRC
+               0x7F, 0xFF, 0xFF, 0xFF, 'I', 'D', 'A', 'T', 0x78, 0x9C, 1, 2, 3, 4, 5, 6};
+  std::vector<uint8_t> out(4);
+  CHECK_THAT(decode(png, out, 0),
+             Contains("truncated PNG: its chunk 'IDAT' at byte 33 claims 2147483647 bytes, but the "
+                      "file has 8 bytes after the chunk's header"));
+}
