@@ -11,6 +11,9 @@
 //   floor division     Python's `//`: the quotient rounded toward -inf, for integers and floats.
 //   integer powers     exact repeated squaring with wrap-around, where std::pow would go through
 //                      a double and lose the low bits of int64 results.
+//   integer + - *      wrap around modulo 2^bits, as PyTorch's (and the GPU's) do: in C++ a signed
+//                      overflow is undefined behaviour (UBSan reports INT64_MAX + 1), so the sums
+//                      and products are computed in the unsigned type of the same width.
 #pragma once
 
 #include <cmath>
@@ -30,6 +33,24 @@ EMBER_HOST_DEVICE inline T wrapping_neg(T x) {
   } else {
     return static_cast<T>(-x);  // uint8: promoted to int, negated, wrapped back modulo 256
   }
+}
+
+// a + b, a - b, a * b: plain IEEE arithmetic for floats; for integers the two's-complement
+// result modulo 2^64, converted back to T (so int64 wraps, and uint8 wraps modulo 256).
+template <typename T>
+EMBER_HOST_DEVICE inline T wrapping_add(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  else return a + b;
+}
+template <typename T>
+EMBER_HOST_DEVICE inline T wrapping_sub(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+  else return a - b;
+}
+template <typename T>
+EMBER_HOST_DEVICE inline T wrapping_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  else return a * b;
 }
 
 // a / b rounded toward zero (C's integer `/`). b == 0 gives 0 (the op card refuses it first).

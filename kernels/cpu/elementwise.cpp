@@ -70,7 +70,7 @@ T unary_scalar(UnaryOp op, T x, double p) {
         else return static_cast<T>(x > T(0) ? 1 : 0);
       case UnaryOp::Relu: return x > T(0) ? x : T(0);
       case UnaryOp::Pow: return int_pow(x, static_cast<int64_t>(p));
-      case UnaryOp::Square: return static_cast<T>(x * x);
+      case UnaryOp::Square: return wrapping_mul(x, x);
       default: return static_cast<T>(unary_scalar<double>(op, static_cast<double>(x), p));
     }
   }
@@ -166,12 +166,12 @@ void binary_typed(BinaryOp op, const StridedLoop<3>& L, T* out, const T* a, cons
   const T al = static_cast<T>(alpha);
   switch (op) {
     case BinaryOp::Add:
-      if (alpha == 1.0) return binary_loop(L, out, a, b, [](T x, T y) { return x + y; });
-      return binary_loop(L, out, a, b, [al](T x, T y) { return x + al * y; });
+      if (alpha == 1.0) return binary_loop(L, out, a, b, [](T x, T y) { return wrapping_add(x, y); });
+      return binary_loop(L, out, a, b, [al](T x, T y) { return wrapping_add(x, wrapping_mul(al, y)); });
     case BinaryOp::Sub:
-      if (alpha == 1.0) return binary_loop(L, out, a, b, [](T x, T y) { return x - y; });
-      return binary_loop(L, out, a, b, [al](T x, T y) { return x - al * y; });
-    case BinaryOp::Mul: return binary_loop(L, out, a, b, [](T x, T y) { return x * y; });
+      if (alpha == 1.0) return binary_loop(L, out, a, b, [](T x, T y) { return wrapping_sub(x, y); });
+      return binary_loop(L, out, a, b, [al](T x, T y) { return wrapping_sub(x, wrapping_mul(al, y)); });
+    case BinaryOp::Mul: return binary_loop(L, out, a, b, [](T x, T y) { return wrapping_mul(x, y); });
     case BinaryOp::Div:
       return binary_loop(L, out, a, b, [](T x, T y) { return BinaryFn<T>::divide(BinaryOp::Div, x, y); });
     case BinaryOp::DivTrunc:

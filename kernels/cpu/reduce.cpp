@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/scalar_math.h"
 
 namespace ember::kernels::cpu {
 
@@ -30,7 +31,7 @@ void sum_typed(int64_t outer, int64_t r, int64_t inner, const T* in, T* out, dou
       for (int64_t o = b; o < e; ++o) {
         const T* row = in + o * r;
         acc_t acc = 0;
-        for (int64_t j = 0; j < r; ++j) acc += static_cast<acc_t>(row[j]);
+        for (int64_t j = 0; j < r; ++j) acc = wrapping_add(acc, static_cast<acc_t>(row[j]));
         out[o] = finish_sum<T>(acc, scale);
       }
     });
@@ -41,7 +42,7 @@ void sum_typed(int64_t outer, int64_t r, int64_t inner, const T* in, T* out, dou
     acc_t acc[kColumnBlock] = {};
     for (int64_t j = 0; j < r; ++j) {
       const T* row = in + (o * r + j) * inner + k0;
-      for (int64_t k = 0; k < kn; ++k) acc[k] += static_cast<acc_t>(row[k]);
+      for (int64_t k = 0; k < kn; ++k) acc[k] = wrapping_add(acc[k], static_cast<acc_t>(row[k]));
     }
     T* dst = out + o * inner + k0;
     for (int64_t k = 0; k < kn; ++k) dst[k] = finish_sum<T>(acc[k], scale);

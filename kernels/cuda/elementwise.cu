@@ -145,7 +145,7 @@ struct UnaryFn {
         case UnaryOp::Sigmoid: return convert<T>(1.0 / (1.0 + exp(-xd)));
         case UnaryOp::Tanh: return convert<T>(tanh(xd));
         case UnaryOp::Pow: return int_pow(x, static_cast<int64_t>(param));
-        case UnaryOp::Square: return static_cast<T>(x * x);
+        case UnaryOp::Square: return wrapping_mul(x, x);
       }
       return x;
     }
@@ -173,11 +173,11 @@ struct BinaryFn {
       }
       return a;
     } else {
-      // Integer arithmetic in the promoted type, converted back (uint8 wraps modulo 256).
+      // Integer arithmetic wraps around (kernels/scalar_math.h), as the CPU's does.
       switch (op) {
-        case BinaryOp::Add: return static_cast<T>(a + alpha * b);
-        case BinaryOp::Sub: return static_cast<T>(a - alpha * b);
-        case BinaryOp::Mul: return static_cast<T>(a * b);
+        case BinaryOp::Add: return wrapping_add(a, wrapping_mul(alpha, b));
+        case BinaryOp::Sub: return wrapping_sub(a, wrapping_mul(alpha, b));
+        case BinaryOp::Mul: return wrapping_mul(a, b);
         case BinaryOp::Div:
         case BinaryOp::DivTrunc: return int_div_trunc(a, b);  // see the file comment
         case BinaryOp::DivFloor: return int_div_floor(a, b);

@@ -41,6 +41,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/launch.cuh"
+#include "kernels/scalar_math.h"
 
 namespace ember::kernels::cuda {
 
@@ -110,7 +111,7 @@ struct SumReducer {
 
   __device__ Acc identity() const { return Acc(0); }
   __device__ Acc from_element(T x, int64_t /*j*/) const { return static_cast<Acc>(x); }
-  __device__ Acc combine(Acc a, Acc b) const { return a + b; }
+  __device__ Acc combine(Acc a, Acc b) const { return wrapping_add(a, b); }  // int64 sums wrap
   __device__ Acc shuffle_down(Acc a, int delta) const { return shfl_down(a, delta); }
   // out = scale * sum, computed in double and converted, exactly as the CPU does; an integer sum
   // with scale 1 is stored as it is (a double would round int64 sums above 2^53).
