@@ -662,7 +662,7 @@ TEST_CASE("docs: every quoted excerpt is the current source", "[docs]") {
   CHECK(quoted > 0);  // the tour quotes the code; zero would mean the marker stopped being seen
 }
 
-TEST_CASE("docs: every command exists; programs answer --help and know the flags the docs pass",
+TEST_CASE("docs: every command exists, answers --help and knows the flags the docs pass",
           "[docs]") {
   std::vector<std::string> bad, not_built;
   for (const auto& [name, d] : all_docs())

@@ -161,7 +161,7 @@ TEST_CASE("nn: Sequential names its layers by position and nests", "[nn]") {
   CHECK_THROWS_WITH(outer->push_back(nullptr), Contains("null"));
 }
 
-TEST_CASE("nn: registration rejects bad names and non-leaf parameters; tied weights count once",
+TEST_CASE("nn: registration rejects bad names and non-leaf parameters, and tied weights count once",
           "[nn]") {
   nn::Module m;
   m.register_parameter("w", zeros({2}));

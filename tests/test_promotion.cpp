@@ -204,7 +204,7 @@ TEST_CASE("reductions: integer and bool sums are int64, means are float", "[prom
   CHECK(tensor({1, 2}, kFloat64).sum().dtype() == kFloat64);
 }
 
-TEST_CASE("float math of integers is float32; pow keeps integer powers exact", "[promotion]") {
+TEST_CASE("float math of integers is float32 and pow keeps integer powers exact", "[promotion]") {
   for (const Tensor& y : {exp(i64({0, 1})), log(i64({1, 2})), sqrt(u8({4, 9})),
                           sigmoid(i64({0})), tanh(tensor({1, 0}, kBool))}) {
     CHECK(y.dtype() == kFloat32);

@@ -215,7 +215,7 @@ TEST_CASE("dist: reduce_scatter keeps this rank's rows of the reduction", "[dist
                     Catch::Contains("must be a multiple of the number of ranks"));
 }
 
-TEST_CASE("dist: async collectives overlap and finish in order; barrier", "[dist]") {
+TEST_CASE("dist: async collectives overlap and finish in order, and the barrier", "[dist]") {
   auto g = group();
   std::vector<Tensor> ts;
   std::vector<dist::WorkHandle> works;
