@@ -16,6 +16,7 @@
 // jpeglib.h uses FILE and size_t without including their headers: <cstdio> must come first.
 #include <jpeglib.h>
 #include <jerror.h>
+#include <zlib.h>
 
 #include "core/error.h"
 
@@ -421,6 +422,111 @@ std::string bmp_palette_check(const uint8_t* b, size_t n) {
   return "";
 }
 
+// The same for PNG: stb_image looks every pixel of a palette image (colour type 3) up in a
+// 256-entry stack array of which it filled only the PLTE chunk's entries, without checking the
+// index, so a pixel past the file's palette comes out of uninitialised memory (the PNG
+// specification calls such an index an error). Where the palette holds fewer than 2^depth colours,
+// the rows are inflated (zlib) and unfiltered here first, as stb will, and such a pixel is refused.
+// Returns "" when every index is inside the palette, or when the file is broken in a way that stb
+// reports itself (no PLTE, short or bad compressed data, a bad filter byte).
+std::string png_palette_check(const uint8_t* b, size_t n) {
+  if (n < 29 || std::memcmp(b + 12, "IHDR", 4) != 0) return "";
+  const uint64_t w = be32(b + 16), h = be32(b + 20);
+  const int depth = b[24], colour = b[25], interlace = b[28];
+  if (colour != 3 || (depth != 1 && depth != 2 && depth != 4 && depth != 8) || interlace > 1 ||
+      w == 0 || h == 0) {
+    return "";
+  }
+  // The chunks as stb reads them: the last PLTE before IEND counts, the IDATs are one stream.
+  int64_t palette = 0;
+  bool iphone = false;  // Apple's CgBI PNGs: raw deflate, without the zlib header
+  std::vector<uint8_t> z;
+  for (size_t at = 8; at + 8 <= n;) {
+    const uint64_t length = be32(b + at);
+    if (length > n - at - 8) return "";  // png_header_check's case
+    const char* type = reinterpret_cast<const char*>(b + at + 4);
+    if (std::memcmp(type, "IEND", 4) == 0) break;
+    if (std::memcmp(type, "CgBI", 4) == 0) iphone = true;
+    if (std::memcmp(type, "PLTE", 4) == 0) palette = length % 3 == 0 ? static_cast<int64_t>(length / 3) : 0;
+    if (std::memcmp(type, "IDAT", 4) == 0) z.insert(z.end(), b + at + 8, b + at + 8 + length);
+    at += 12 + static_cast<size_t>(length);
+  }
+  if (palette <= 0 || palette > 256 || palette >= (int64_t{1} << depth)) return "";
+  const size_t skip = iphone ? 0 : 2;
+  if (z.size() <= skip) return "";
+
+  // Adam7's seven passes (x start, y start, x step, y step), or the whole image as one pass.
+  struct Pass { uint64_t x0, y0, dx, dy; };
+  const Pass adam7[7] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
+                         {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};
+  const Pass whole[1] = {{0, 0, 1, 1}};
+  const Pass* passes = interlace ? adam7 : whole;
+  const int npasses = interlace ? 7 : 1;
+  auto extent = [](uint64_t size, uint64_t start, uint64_t step) {
+    return size > start ? (size - start + step - 1) / step : 0;
+  };
+  uint64_t total = 0;
+  for (int p = 0; p < npasses; ++p) {
+    const uint64_t pw = extent(w, passes[p].x0, passes[p].dx), ph = extent(h, passes[p].y0, passes[p].dy);
+    if (pw > 0 && ph > 0) total += ph * (1 + (pw * depth + 7) / 8);
+  }
+  // Inflate without the Adler-32 check, which stb does not make either. png_header_check has
+  // bounded the size by what the file can expand to.
+  std::vector<uint8_t> raw(static_cast<size_t>(total));
+  z_stream zs{};
+  if (inflateInit2(&zs, -15) != Z_OK) return "";
+  zs.next_in = z.data() + skip;
+  zs.avail_in = static_cast<uInt>(z.size() - skip);
+  zs.next_out = raw.data();
+  zs.avail_out = static_cast<uInt>(raw.size());
+  inflate(&zs, Z_FINISH);
+  const bool complete = zs.avail_out == 0;
+  inflateEnd(&zs);
+  if (!complete) return "";  // stb: "not enough pixels" or a corrupt stream
+
+  const uint8_t* row = raw.data();
+  std::vector<uint8_t> prev, cur;
+  for (int p = 0; p < npasses; ++p) {
+    const Pass& ps = passes[p];
+    const uint64_t pw = extent(w, ps.x0, ps.dx), ph = extent(h, ps.y0, ps.dy);
+    if (pw == 0 || ph == 0) continue;
+    const size_t bytes = static_cast<size_t>((pw * depth + 7) / 8);
+    prev.assign(bytes, 0);
+    cur.assign(bytes, 0);
+    for (uint64_t y = 0; y < ph; ++y, row += 1 + bytes) {
+      const int filter = row[0];
+      if (filter > 4) return "";  // stb: "invalid filter"
+      for (size_t i = 0; i < bytes; ++i) {  // undo the filter; one byte per pixel step
+        const int a = i > 0 ? cur[i - 1] : 0, up = prev[i], c = i > 0 ? prev[i - 1] : 0;
+        int predictor = 0;
+        switch (filter) {
+          case 1: predictor = a; break;
+          case 2: predictor = up; break;
+          case 3: predictor = (a + up) / 2; break;
+          case 4: {  // Paeth: the neighbour closest to a + up - c
+            const int pa = std::abs(up - c), pb = std::abs(a - c), pc = std::abs(a + up - 2 * c);
+            predictor = pa <= pb && pa <= pc ? a : pb <= pc ? up : c;
+            break;
+          }
+          default: break;
+        }
+        cur[i] = static_cast<uint8_t>(row[1 + i] + predictor);
+      }
+      for (uint64_t x = 0; x < pw; ++x) {
+        const uint64_t bit = x * depth;
+        const int index = (cur[bit / 8] >> (8 - depth - bit % 8)) & ((1 << depth) - 1);
+        if (index >= palette) {
+          return "bad PNG: pixel " + std::to_string(ps.x0 + x * ps.dx) + " of row " +
+                 std::to_string(ps.y0 + y * ps.dy) + " has colour " + std::to_string(index) +
+                 ", but the palette holds " + std::to_string(palette) + " colours";
+        }
+      }
+      std::swap(prev, cur);
+    }
+  }
+  return "";
+}
+
 // ---- what a file that is not an image is ------------------------------------------------------
 
 std::string describe_unknown(const uint8_t* b, size_t n) {
@@ -589,7 +695,7 @@ std::string decode_image(const uint8_t* bytes, size_t n, int64_t height, int64_t
     case ImageFormat::BMP: {
       const bool png = sniff_image_format(bytes, n) == ImageFormat::PNG;
       std::string why = png ? png_header_check(bytes, n) : bmp_truncation(bytes, n);
-      if (why.empty() && !png) why = bmp_palette_check(bytes, n);
+      if (why.empty()) why = png ? png_palette_check(bytes, n) : bmp_palette_check(bytes, n);
       if (!why.empty()) return why;
       int iw = 0, ih = 0;
       const char* reason = "unknown error";

@@ -1,5 +1,6 @@
 // tests/test_files.h — scratch files for the data tests: a temp folder that cleans up after
-// itself, byte-level file writes and reads, and the message of an expected exception.
+// itself, byte-level file writes and reads, the pieces of hand-made files (big- and little-endian
+// integers, PNG chunks), and the message of an expected exception.
 #pragma once
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <zlib.h>
 
 namespace ember::test {
 
@@ -52,6 +54,22 @@ inline void write_bytes(const std::string& path, const Bytes& bytes) {
 inline Bytes read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+inline void put_be32(Bytes& b, uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<uint8_t>(v >> s));
+}
+inline void put_le32(Bytes& b, uint32_t v) {
+  for (int s = 0; s < 32; s += 8) b.push_back(static_cast<uint8_t>(v >> s));
+}
+
+// One PNG chunk: length, type, data, and the CRC-32 of type and data.
+inline void png_chunk(Bytes& b, const char* type, const Bytes& data) {
+  put_be32(b, static_cast<uint32_t>(data.size()));
+  Bytes body(type, type + 4);
+  body.insert(body.end(), data.begin(), data.end());
+  b.insert(b.end(), body.begin(), body.end());
+  put_be32(b, static_cast<uint32_t>(crc32(0, body.data(), static_cast<uInt>(body.size()))));
 }
 
 // The message of the E that f throws (fails the test if f throws nothing).

@@ -13,6 +13,7 @@
 
 #include "core/ember.h"
 #include "data/data.h"
+#include "test_files.h"
 
 using namespace ember;
 using namespace ember::data;
@@ -20,11 +21,10 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-using Bytes = std::vector<uint8_t>;
-
-void put_le32(Bytes& b, uint32_t v) {
-  for (int s = 0; s < 32; s += 8) b.push_back(static_cast<uint8_t>(v >> s));
-}
+using test::Bytes;
+using test::png_chunk;
+using test::put_be32;
+using test::put_le32;
 
 // An 8-bit BMP of w x 1 pixels with a palette of `colours` entries (entry i = grey i * 40) and the
 // given pixel indices.
@@ -51,6 +51,54 @@ Bytes palette_bmp(uint32_t colours, const std::vector<uint8_t>& indices) {
   }
   b.insert(b.end(), indices.begin(), indices.end());
   b.resize(offset + row, 0);
+  return b;
+}
+
+// A palette PNG (colour type 3) of w x h pixels at `depth` bits, with `colours` palette entries
+// (entry i = grey i * 40), the given indices row by row, each row under PNG filter `filter`
+// (0 none, 1 sub, 2 up), Adam7-interlaced or not.
+Bytes palette_png(uint32_t w, uint32_t h, int depth, uint32_t colours,
+                  const std::vector<uint8_t>& indices, int filter = 0, bool interlaced = false) {
+  Bytes b = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+  Bytes ihdr;
+  put_be32(ihdr, w);
+  put_be32(ihdr, h);
+  for (int v : {depth, 3, 0, 0, interlaced ? 1 : 0}) ihdr.push_back(static_cast<uint8_t>(v));
+  png_chunk(b, "IHDR", ihdr);
+  Bytes plte;
+  for (uint32_t i = 0; i < colours; ++i) plte.insert(plte.end(), 3, static_cast<uint8_t>(i * 40));
+  png_chunk(b, "PLTE", plte);
+  // The scanlines: one pass, or Adam7's seven (start x, start y, step x, step y).
+  const uint32_t adam7[7][4] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
+                                {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};
+  const uint32_t whole[1][4] = {{0, 0, 1, 1}};
+  Bytes rows;
+  for (int p = 0; p < (interlaced ? 7 : 1); ++p) {
+    const uint32_t* ps = interlaced ? adam7[p] : whole[0];
+    Bytes prev;
+    for (uint32_t y = ps[1]; y < h; y += ps[3]) {
+      Bytes row;
+      uint32_t bits = 0;
+      for (uint32_t x = ps[0]; x < w; x += ps[2], bits += static_cast<uint32_t>(depth)) {
+        if (bits % 8 == 0) row.push_back(0);
+        row.back() |= static_cast<uint8_t>(indices[y * w + x] << (8 - depth - bits % 8));
+      }
+      if (row.empty()) break;
+      if (prev.empty()) prev.assign(row.size(), 0);
+      rows.push_back(static_cast<uint8_t>(filter));
+      for (size_t i = 0; i < row.size(); ++i) {
+        const uint8_t predictor = filter == 1 ? (i > 0 ? row[i - 1] : 0) : filter == 2 ? prev[i] : 0;
+        rows.push_back(static_cast<uint8_t>(row[i] - predictor));
+      }
+      prev = row;
+    }
+  }
+  Bytes z(compressBound(static_cast<uLong>(rows.size())));
+  uLongf zn = static_cast<uLongf>(z.size());
+  REQUIRE(compress(z.data(), &zn, rows.data(), static_cast<uLong>(rows.size())) == Z_OK);
+  z.resize(zn);
+  png_chunk(b, "IDAT", z);
+  png_chunk(b, "IEND", {});
   return b;
 }
 
@@ -84,6 +132,53 @@ TEST_CASE("fuzz finding: a BMP pixel whose colour index is past its palette is r
   std::vector<uint8_t> c(2);
   CHECK(decode(palette_bmp(256, {255, 7}), c, 0x11).empty());
   CHECK(c == std::vector<uint8_t>{static_cast<uint8_t>(255 * 40), static_cast<uint8_t>(7 * 40)});
+}
+
+TEST_CASE("fuzz finding: a PNG pixel whose colour index is past its palette is refused",
+          "[data][image][fuzz]") {
+  // The same hole in stb_image's PNG decoder (found by CI's 60-s run): a 5x5 8-bit palette image
+  // with 16 colours whose Paeth-filtered third row decodes to colour 22 at its first pixel.
+  // stb_image looks indices up in a stack array it filled only with the file's entries, so such
+  // a pixel came from uninitialised memory and two decodes differed.
+  std::vector<uint8_t> a(4), b(4);
+  const Bytes bad = palette_png(4, 1, 8, 4, {1, 200, 3, 0});
+  const std::string why = decode(bad, a, 0x00);
+  CHECK_THAT(why, Contains("bad PNG: pixel 1 of row 0 has colour 200, but the palette holds 4 colours"));
+  CHECK(decode(bad, b, 0xFF) == why);
+  // Inside the palette it decodes to the palette's greys, the same every time.
+  const Bytes good = palette_png(4, 1, 8, 4, {1, 0, 3, 2});
+  REQUIRE(decode(good, a, 0x00).empty());
+  REQUIRE(decode(good, b, 0xFF).empty());
+  CHECK(a == std::vector<uint8_t>{40, 0, 120, 80});
+  CHECK(a == b);
+  // The check reads the rows as stb_image does: packed 1-, 2- and 4-bit pixels, filtered rows,
+  // and the seven passes of an interlaced image, where pixel (x, y) is not the x-th of its row.
+  std::vector<uint8_t> idx(8 * 8, 1);
+  idx[5 * 8 + 6] = 3;  // pixel 6 of row 5 of an 8x8 image: in Adam7's sixth pass
+  for (int depth : {2, 4, 8}) {
+    for (int filter : {0, 1, 2}) {
+      for (bool interlaced : {false, true}) {
+        INFO("depth " << depth << ", filter " << filter << (interlaced ? ", interlaced" : ""));
+        DecodeScratch scratch;
+        std::vector<uint8_t> out(64);
+        const Bytes png = palette_png(8, 8, depth, 3, idx, filter, interlaced);
+        CHECK_THAT(decode_image(png.data(), png.size(), 8, 8, 1, out.data(), scratch),
+                   Contains("bad PNG: pixel 6 of row 5 has colour 3, but the palette holds 3 colours"));
+        const Bytes fine = palette_png(8, 8, depth, 4, idx, filter, interlaced);
+        REQUIRE(decode_image(fine.data(), fine.size(), 8, 8, 1, out.data(), scratch).empty());
+        CHECK(out[5 * 8 + 6] == 120);
+        CHECK(out[0] == 40);
+      }
+    }
+  }
+  // 1-bit pixels with a one-colour palette: index 1 is past it.
+  std::vector<uint8_t> c(8);
+  CHECK_THAT(decode(palette_png(8, 1, 1, 1, {0, 0, 0, 0, 0, 0, 0, 1}), c, 0),
+             Contains("bad PNG: pixel 7 of row 0 has colour 1, but the palette holds 1 colours"));
+  // A full palette (2^depth colours) needs no check.
+  std::vector<uint8_t> d(2);
+  CHECK(decode(palette_png(2, 1, 1, 2, {1, 0}), d, 0).empty());
+  CHECK(d == std::vector<uint8_t>{40, 0});
 }
 
 TEST_CASE("fuzz finding: an empty IDX array with huge sizes is refused, not laid out",

@@ -35,12 +35,9 @@ struct TempDir : test::TempDir {
   TempDir() : test::TempDir("ember_test_limits_") {}
 };
 
-void put_be32(Bytes& b, uint32_t v) {
-  for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<uint8_t>(v >> s));
-}
-void put_le32(Bytes& b, uint32_t v) {
-  for (int s = 0; s < 32; s += 8) b.push_back(static_cast<uint8_t>(v >> s));
-}
+using test::png_chunk;
+using test::put_be32;
+using test::put_le32;
 
 Bytes idx_header(const std::vector<uint32_t>& dims) {
   Bytes b = {0, 0, 0x08, static_cast<uint8_t>(dims.size())};
@@ -60,14 +57,6 @@ Bytes gzip(const Bytes& in) {
   out.resize(zs.total_out);
   deflateEnd(&zs);
   return out;
-}
-
-void png_chunk(Bytes& b, const char* type, const Bytes& data) {
-  put_be32(b, static_cast<uint32_t>(data.size()));
-  Bytes body(type, type + 4);
-  body.insert(body.end(), data.begin(), data.end());
-  b.insert(b.end(), body.begin(), body.end());
-  put_be32(b, static_cast<uint32_t>(crc32(0, body.data(), static_cast<uInt>(body.size()))));
 }
 
 // A PNG whose IHDR says w x h (8-bit, colour type `color`) followed by a small IDAT.
