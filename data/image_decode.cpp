@@ -443,9 +443,9 @@ std::string png_palette_check(const uint8_t* b, size_t n) {
   std::vector<uint8_t> z;
   for (size_t at = 8; at + 8 <= n;) {
     const uint64_t length = be32(b + at);
-    if (length > n - at - 8) return "";  // png_header_check's case
     const char* type = reinterpret_cast<const char*>(b + at + 4);
-    if (std::memcmp(type, "IEND", 4) == 0) break;
+    if (std::memcmp(type, "IEND", 4) == 0) break;  // stb stops here, whatever IEND's length says
+    if (length > n - at - 8) return "";  // png_header_check's case
     if (std::memcmp(type, "CgBI", 4) == 0) iphone = true;
     if (std::memcmp(type, "PLTE", 4) == 0) palette = length % 3 == 0 ? static_cast<int64_t>(length / 3) : 0;
     if (std::memcmp(type, "IDAT", 4) == 0) z.insert(z.end(), b + at + 8, b + at + 8 + length);
@@ -465,35 +465,31 @@ std::string png_palette_check(const uint8_t* b, size_t n) {
   auto extent = [](uint64_t size, uint64_t start, uint64_t step) {
     return size > start ? (size - start + step - 1) / step : 0;
   };
-  uint64_t total = 0;
-  for (int p = 0; p < npasses; ++p) {
-    const uint64_t pw = extent(w, passes[p].x0, passes[p].dx), ph = extent(h, passes[p].y0, passes[p].dy);
-    if (pw > 0 && ph > 0) total += ph * (1 + (pw * depth + 7) / 8);
-  }
-  // Inflate without the Adler-32 check, which stb does not make either. png_header_check has
-  // bounded the size by what the file can expand to.
-  std::vector<uint8_t> raw(static_cast<size_t>(total));
+  // Inflate row by row (a row buffer, not the whole image), without the Adler-32 check, which
+  // stb does not make either.
   z_stream zs{};
   if (inflateInit2(&zs, -15) != Z_OK) return "";
+  struct End { z_stream* z; ~End() { inflateEnd(z); } } end{&zs};
   zs.next_in = z.data() + skip;
   zs.avail_in = static_cast<uInt>(z.size() - skip);
-  zs.next_out = raw.data();
-  zs.avail_out = static_cast<uInt>(raw.size());
-  inflate(&zs, Z_FINISH);
-  const bool complete = zs.avail_out == 0;
-  inflateEnd(&zs);
-  if (!complete) return "";  // stb: "not enough pixels" or a corrupt stream
+  auto read_row = [&zs](uint8_t* dst, size_t len) {
+    zs.next_out = dst;
+    zs.avail_out = static_cast<uInt>(len);
+    while (zs.avail_out > 0 && inflate(&zs, Z_NO_FLUSH) == Z_OK) {}
+    return zs.avail_out == 0;  // else stb says "not enough pixels" or that the stream is corrupt
+  };
 
-  const uint8_t* row = raw.data();
-  std::vector<uint8_t> prev, cur;
+  std::vector<uint8_t> row, prev, cur;
   for (int p = 0; p < npasses; ++p) {
     const Pass& ps = passes[p];
     const uint64_t pw = extent(w, ps.x0, ps.dx), ph = extent(h, ps.y0, ps.dy);
     if (pw == 0 || ph == 0) continue;
     const size_t bytes = static_cast<size_t>((pw * depth + 7) / 8);
+    row.resize(1 + bytes);
     prev.assign(bytes, 0);
     cur.assign(bytes, 0);
-    for (uint64_t y = 0; y < ph; ++y, row += 1 + bytes) {
+    for (uint64_t y = 0; y < ph; ++y) {
+      if (!read_row(row.data(), row.size())) return "";
       const int filter = row[0];
       if (filter > 4) return "";  // stb: "invalid filter"
       for (size_t i = 0; i < bytes; ++i) {  // undo the filter; one byte per pixel step
