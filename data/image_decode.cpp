@@ -422,21 +422,21 @@ std::string bmp_palette_check(const uint8_t* b, size_t n) {
   return "";
 }
 
-// The same for PNG: stb_image looks every pixel of a palette image (colour type 3) up in a
-// 256-entry stack array of which it filled only the PLTE chunk's entries, without checking the
-// index, so a pixel past the file's palette comes out of uninitialised memory (the PNG
-// specification calls such an index an error). Where the palette holds fewer than 2^depth colours,
-// the rows are inflated (zlib) and unfiltered here first, as stb will, and such a pixel is refused.
-// Returns "" when every index is inside the palette, or when the file is broken in a way that stb
-// reports itself (no PLTE, short or bad compressed data, a bad filter byte).
-std::string png_palette_check(const uint8_t* b, size_t n) {
+// The same for PNG, and one more hole. stb_image looks every pixel of a palette image (colour
+// type 3) up in a 256-entry stack array of which it filled only the PLTE chunk's entries, without
+// checking the index, so a pixel past the file's palette comes out of uninitialised memory (the PNG
+// specification calls such an index an error). And stb's inflater takes the invalid distance codes
+// 30 and 31 as distance 0, copying bytes of its output buffer that nothing has written yet. So the
+// compressed rows are inflated here first with zlib (raw deflate; stb skips the Adler-32 check
+// too): a stream that zlib finds corrupt is refused, as PIL and libpng refuse it; and where a
+// palette holds fewer than 2^depth colours, the rows are unfiltered as stb will and a pixel past
+// the palette is refused. This costs one extra inflate per PNG, a small part of decoding it.
+// Returns "" when the data is sound, or broken in a way that stb reports itself (no PLTE, rows
+// missing, a bad filter byte).
+std::string png_data_check(const uint8_t* b, size_t n) {
   if (n < 29 || std::memcmp(b + 12, "IHDR", 4) != 0) return "";
   const uint64_t w = be32(b + 16), h = be32(b + 20);
   const int depth = b[24], colour = b[25], interlace = b[28];
-  if (colour != 3 || (depth != 1 && depth != 2 && depth != 4 && depth != 8) || interlace > 1 ||
-      w == 0 || h == 0) {
-    return "";
-  }
   // The chunks as stb reads them: the last PLTE before IEND counts, the IDATs are one stream.
   int64_t palette = 0;
   bool iphone = false;  // Apple's CgBI PNGs: raw deflate, without the zlib header
@@ -451,9 +451,11 @@ std::string png_palette_check(const uint8_t* b, size_t n) {
     if (std::memcmp(type, "IDAT", 4) == 0) z.insert(z.end(), b + at + 8, b + at + 8 + length);
     at += 12 + static_cast<size_t>(length);
   }
-  if (palette <= 0 || palette > 256 || palette >= (int64_t{1} << depth)) return "";
   const size_t skip = iphone ? 0 : 2;
   if (z.size() <= skip) return "";
+  const bool check_palette = colour == 3 && (depth == 1 || depth == 2 || depth == 4 || depth == 8) &&
+                             interlace <= 1 && w > 0 && h > 0 && palette > 0 && palette <= 256 &&
+                             palette < (int64_t{1} << depth);
 
   // Adam7's seven passes (x start, y start, x step, y step), or the whole image as one pass.
   struct Pass { uint64_t x0, y0, dx, dy; };
@@ -472,15 +474,21 @@ std::string png_palette_check(const uint8_t* b, size_t n) {
   struct End { z_stream* z; ~End() { inflateEnd(z); } } end{&zs};
   zs.next_in = z.data() + skip;
   zs.avail_in = static_cast<uInt>(z.size() - skip);
-  auto read_row = [&zs](uint8_t* dst, size_t len) {
+  int status = Z_OK;
+  auto read = [&zs, &status](uint8_t* dst, size_t len) {
     zs.next_out = dst;
     zs.avail_out = static_cast<uInt>(len);
-    while (zs.avail_out > 0 && inflate(&zs, Z_NO_FLUSH) == Z_OK) {}
-    return zs.avail_out == 0;  // else stb says "not enough pixels" or that the stream is corrupt
+    while (zs.avail_out > 0 && (status = inflate(&zs, Z_NO_FLUSH)) == Z_OK) {}
+    return zs.avail_out == 0;
+  };
+  auto corrupt = [&zs]() {
+    return "bad PNG: its compressed pixel data is corrupt (zlib: " +
+           std::string(zs.msg ? zs.msg : "data error") + ", after " + std::to_string(zs.total_out) +
+           " bytes of rows)";
   };
 
   std::vector<uint8_t> row, prev, cur;
-  for (int p = 0; p < npasses; ++p) {
+  for (int p = 0; check_palette && p < npasses; ++p) {
     const Pass& ps = passes[p];
     const uint64_t pw = extent(w, ps.x0, ps.dx), ph = extent(h, ps.y0, ps.dy);
     if (pw == 0 || ph == 0) continue;
@@ -489,7 +497,7 @@ std::string png_palette_check(const uint8_t* b, size_t n) {
     prev.assign(bytes, 0);
     cur.assign(bytes, 0);
     for (uint64_t y = 0; y < ph; ++y) {
-      if (!read_row(row.data(), row.size())) return "";
+      if (!read(row.data(), row.size())) return status == Z_DATA_ERROR ? corrupt() : "";
       const int filter = row[0];
       if (filter > 4) return "";  // stb: "invalid filter"
       for (size_t i = 0; i < bytes; ++i) {  // undo the filter; one byte per pixel step
@@ -520,7 +528,10 @@ std::string png_palette_check(const uint8_t* b, size_t n) {
       std::swap(prev, cur);
     }
   }
-  return "";
+  // The rest of the stream (all of it, for an image without the palette check).
+  uint8_t sink[16384];
+  while (read(sink, sizeof sink)) {}
+  return status == Z_DATA_ERROR ? corrupt() : "";
 }
 
 // ---- what a file that is not an image is ------------------------------------------------------
@@ -691,7 +702,7 @@ std::string decode_image(const uint8_t* bytes, size_t n, int64_t height, int64_t
     case ImageFormat::BMP: {
       const bool png = sniff_image_format(bytes, n) == ImageFormat::PNG;
       std::string why = png ? png_header_check(bytes, n) : bmp_truncation(bytes, n);
-      if (why.empty()) why = png ? png_palette_check(bytes, n) : bmp_palette_check(bytes, n);
+      if (why.empty()) why = png ? png_data_check(bytes, n) : bmp_palette_check(bytes, n);
       if (!why.empty()) return why;
       int iw = 0, ih = 0;
       const char* reason = "unknown error";

@@ -187,6 +187,50 @@ TEST_CASE("fuzz finding: a PNG pixel whose colour index is past its palette is r
   CHECK(d == std::vector<uint8_t>{40, 0});
 }
 
+TEST_CASE("fuzz finding: a PNG whose deflate data uses distance code 30 is refused",
+          "[data][image][fuzz]") {
+  // stb_image's inflater reads the invalid distance codes 30 and 31 as distance 0 and copies
+  // output bytes nothing has written (found by the 10-minute run). A fixed-Huffman block by hand:
+  // the filter byte 0, the literal 10, then "length 3 at distance code D", then the block's end.
+  auto gray_png = [](uint32_t distance_code) {
+    Bytes z = {0x78, 0x01};
+    uint32_t acc = 0;
+    int nbits = 0;
+    auto bit = [&](uint32_t v) {
+      acc |= (v & 1) << nbits;
+      if (++nbits == 8) z.push_back(static_cast<uint8_t>(acc)), acc = 0, nbits = 0;
+    };
+    auto code = [&](uint32_t c, int len) {  // Huffman codes go most significant bit first
+      for (int i = len - 1; i >= 0; --i) bit(c >> i);
+    };
+    bit(1), bit(1), bit(0);  // the last block; type 1 (fixed codes), least significant bit first
+    code(0x30 + 0, 8);        // literal 0: the row's filter byte
+    code(0x30 + 10, 8);       // literal 10: the first pixel
+    code(1, 7);               // length code 257: 3 bytes
+    code(distance_code, 5);   // fixed distance codes are 5 bits
+    code(0, 7);               // end of block
+    if (nbits > 0) z.push_back(static_cast<uint8_t>(acc));
+    z.insert(z.end(), 4, 0);  // the Adler-32, which stb does not check
+    Bytes png = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+    Bytes ihdr;
+    put_be32(ihdr, 4);
+    put_be32(ihdr, 1);
+    for (int v : {8, 0, 0, 0, 0}) ihdr.push_back(static_cast<uint8_t>(v));  // 8-bit gray
+    png_chunk(png, "IHDR", ihdr);
+    png_chunk(png, "IDAT", z);
+    png_chunk(png, "IEND", {});
+    return png;
+  };
+  std::vector<uint8_t> out(4);
+  CHECK_THAT(decode(gray_png(30), out, 0),
+             Contains("bad PNG: its compressed pixel data is corrupt (zlib: invalid distance code, "
+                      "after 2 bytes of rows)"));
+  CHECK_THAT(decode(gray_png(31), out, 0), Contains("bad PNG: its compressed pixel data is corrupt"));
+  // Distance code 0 (distance 1) is the same stream made valid: the pixel repeated.
+  REQUIRE(decode(gray_png(0), out, 0xEE).empty());
+  CHECK(out == std::vector<uint8_t>{10, 10, 10, 10});
+}
+
 TEST_CASE("fuzz finding: an empty IDX array with huge sizes is refused, not laid out",
           "[data][fuzz]") {
   // [16975630, 354156544, 0, 0, 0, 16777471, 4278190134] holds no element, so the file (its
