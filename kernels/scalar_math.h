@@ -13,7 +13,8 @@
 //                      a double and lose the low bits of int64 results.
 //   integer + - *      wrap around modulo 2^bits, as PyTorch's (and the GPU's) do: in C++ a signed
 //                      overflow is undefined behaviour (UBSan reports INT64_MAX + 1), so the sums
-//                      and products are computed in the unsigned type of the same width.
+//                      and products are computed in uint64_t, where wrapping is defined, and
+//                      converted back.
 #pragma once
 
 #include <cmath>
