@@ -454,7 +454,7 @@ std::string png_data_check(const uint8_t* b, size_t n) {
   const size_t skip = iphone ? 0 : 2;
   if (z.size() <= skip) return "";
   const bool check_palette = colour == 3 && (depth == 1 || depth == 2 || depth == 4 || depth == 8) &&
-                             interlace <= 1 && w > 0 && h > 0 && palette > 0 && palette <= 256 &&
+                             interlace <= 1 && w > 0 && h > 0 && palette > 0 &&
                              palette < (int64_t{1} << depth);
 
   // Adam7's seven passes (x start, y start, x step, y step), or the whole image as one pass.

@@ -1,11 +1,8 @@
 // What the fuzzers found (fuzz/regressions/README.md has the list), each written down as a small
 // test of the behaviour that was wrong, next to the replay of the exact input that found it
 // (tests/test_fuzz_corpus.cpp).
-#include <unistd.h>
 
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -237,33 +234,17 @@ TEST_CASE("fuzz finding: an empty IDX array with huge sizes is refused, not laid
   // header alone) matched its size; but the tensor's strides, the products of the sizes with the
   // zeros counted as 1, overflowed int64 in contiguous_strides (UBSan: signed overflow). read_idx
   // now refuses sizes that multiply past 2^62 with or without zeros.
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("ember_test_idx_empty_" + std::to_string(::getpid()))).string();
+  test::TempDir dir("ember_test_idx_empty_");
+  const std::string path = dir / "huge.idx";
   Bytes file = {0, 0, 8, 3};
-  for (uint32_t d : {0xFFFFFFF0u, 0u, 0xFFFFFFF0u}) {
-    for (int s = 24; s >= 0; s -= 8) file.push_back(static_cast<uint8_t>(d >> s));
-  }
-  {
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
-  }
-  std::string msg;
-  try {
-    read_idx(path);
-  } catch (const IOError& e) {
-    msg = e.what();
-  }
-  std::filesystem::remove(path);
-  CHECK_THAT(msg, Contains("the header claims a 4294967280x0x4294967280 array, sizes that multiply "
-                           "to more than 2^62 (leaving out any 0), but the file holds 0 bytes"));
+  for (uint32_t d : {0xFFFFFFF0u, 0u, 0xFFFFFFF0u}) put_be32(file, d);
+  test::write_bytes(path, file);
+  CHECK_THAT(test::error_of<IOError>([&] { read_idx(path); }),
+             Contains("the header claims a 4294967280x0x4294967280 array, sizes that multiply "
+                      "to more than 2^62 (leaving out any 0), but the file holds 0 bytes"));
   // An empty array with sane sizes still loads.
-  file = {0, 0, 8, 3, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 7};
-  {
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
-  }
+  test::write_bytes(path, {0, 0, 8, 3, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 7});
   CHECK(read_idx(path).shape() == Shape{5, 0, 7});
-  std::filesystem::remove(path);
 }
 
 TEST_CASE("fuzz finding: a PNG cut inside its IHDR still gets the size check", "[data][image][fuzz]") {
@@ -284,24 +265,15 @@ TEST_CASE("fuzz finding: an IDX array of more dimensions than ember's ops take i
   // IDX allows 255 dimensions. read_idx returned a 16-d tensor, which every op then refused
   // ("contiguous: tensors with more than 12 dimensions are not supported"): the error came far
   // from the file. Now the reader says it.
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("ember_test_idx_rank_" + std::to_string(::getpid()))).string();
+  test::TempDir dir("ember_test_idx_rank_");
+  const std::string path = dir / "16d.idx";
   Bytes file = {0, 0, 8, 16};
-  for (int d = 0; d < 16; ++d) file.insert(file.end(), {0, 0, 0, 1});
+  for (int d = 0; d < 16; ++d) put_be32(file, 1);
   file.push_back(42);
-  {
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
-  }
-  std::string msg;
-  try {
-    read_idx(path);
-  } catch (const IOError& e) {
-    msg = e.what();
-  }
-  std::filesystem::remove(path);
-  CHECK_THAT(msg, Contains("holds a 16-d array (magic 0x00000810), but ember's tensors have at "
-                           "most 12 dimensions"));
+  test::write_bytes(path, file);
+  CHECK_THAT(test::error_of<IOError>([&] { read_idx(path); }),
+             Contains("holds a 16-d array (magic 0x00000810), but ember's tensors have at "
+                      "most 12 dimensions"));
 }
 
 TEST_CASE("fuzz finding: a BMP compression code of 2^31 or more is refused, not decoded as zeros",
