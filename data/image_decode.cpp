@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <new>
+#include <utility>
 
 // jpeglib.h uses FILE and size_t without including their headers: <cstdio> must come first.
 #include <jpeglib.h>
@@ -534,6 +535,34 @@ std::string png_data_check(const uint8_t* b, size_t n) {
   return status == Z_DATA_ERROR ? corrupt() : "";
 }
 
+// stb_image 2.27 allocates its buffer for the compressed rows at the first IDAT chunk that holds
+// bytes, but copies every IDAT into it, so an empty IDAT before that one is copied into a null
+// buffer (memcpy(NULL, p, 0): undefined behaviour, found by CI's 60-s fuzz run). An empty IDAT
+// carries nothing and is legal, so stb is given a copy of the file without those chunks. Returns
+// false (and leaves `copy` alone) when the file has none, which is nearly always.
+bool png_without_leading_empty_idat(const uint8_t* b, size_t n, std::vector<uint8_t>& copy) {
+  std::vector<std::pair<size_t, size_t>> drop;  // [begin, end) of each chunk to leave out
+  for (size_t at = 8; at + 8 <= n;) {
+    const uint64_t length = be32(b + at);
+    const char* type = reinterpret_cast<const char*>(b + at + 4);
+    if (std::memcmp(type, "IEND", 4) == 0 || length > n - at - 8) break;
+    const bool idat = std::memcmp(type, "IDAT", 4) == 0;
+    if (idat && length > 0) break;  // stb has its buffer from here on
+    const size_t end = std::min(n, at + 12 + static_cast<size_t>(length));  // the CRC may be cut
+    if (idat) drop.emplace_back(at, end);
+    at = end;
+  }
+  if (drop.empty()) return false;
+  copy.clear();
+  size_t from = 0;
+  for (const auto& [begin, end] : drop) {
+    copy.insert(copy.end(), b + from, b + begin);
+    from = end;
+  }
+  copy.insert(copy.end(), b + from, b + n);
+  return true;
+}
+
 // ---- what a file that is not an image is ------------------------------------------------------
 
 std::string describe_unknown(const uint8_t* b, size_t n) {
@@ -706,7 +735,11 @@ std::string decode_image(const uint8_t* bytes, size_t n, int64_t height, int64_t
       if (!why.empty()) return why;
       int iw = 0, ih = 0;
       const char* reason = "unknown error";
-      unsigned char* p = stb::decode_rgb(bytes, n, &iw, &ih, &reason);
+      std::vector<uint8_t> without_empty_idat;
+      const bool copied = png && png_without_leading_empty_idat(bytes, n, without_empty_idat);
+      unsigned char* p = copied ? stb::decode_rgb(without_empty_idat.data(), without_empty_idat.size(),
+                                                  &iw, &ih, &reason)
+                                : stb::decode_rgb(bytes, n, &iw, &ih, &reason);
       if (p == nullptr) return std::string(png ? "bad PNG: " : "bad BMP: ") + reason;
       h = ih;
       w = iw;

@@ -342,3 +342,42 @@ TEST_CASE("fuzz finding: a PNG chunk longer than the file is refused before stb_
              Contains("truncated PNG: its chunk 'IDAT' at byte 33 claims 2147483647 bytes, but the "
                       "file has 8 bytes after the chunk's header"));
 }
+
+TEST_CASE("fuzz finding: a PNG whose first IDAT chunk is empty decodes like one without it",
+          "[data][image][fuzz]") {
+  // stb_image copies an empty IDAT met before any data into its still-null buffer, memcpy(NULL,
+  // p, 0), which UBSan stops on (found by CI's 60-s run). An empty IDAT is legal and holds nothing:
+  // the file must decode to the same pixels as the file without it, wherever the empty ones are.
+  const Bytes rows = {0, 10, 20, 30, 40};  // filter byte 0, then a 4x1 8-bit gray row
+  Bytes z(compressBound(static_cast<uLong>(rows.size())));
+  uLongf zn = static_cast<uLongf>(z.size());
+  REQUIRE(compress(z.data(), &zn, rows.data(), static_cast<uLong>(rows.size())) == Z_OK);
+  z.resize(zn);
+  auto gray_png = [&](int empty_before, int empty_after) {
+    Bytes png = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+    Bytes ihdr;
+    put_be32(ihdr, 4);
+    put_be32(ihdr, 1);
+    for (int v : {8, 0, 0, 0, 0}) ihdr.push_back(static_cast<uint8_t>(v));
+    png_chunk(png, "IHDR", ihdr);
+    for (int i = 0; i < empty_before; ++i) png_chunk(png, "IDAT", {});
+    png_chunk(png, "IDAT", Bytes(z.begin(), z.begin() + 3));  // the stream split over two chunks
+    for (int i = 0; i < empty_after; ++i) png_chunk(png, "IDAT", {});
+    png_chunk(png, "IDAT", Bytes(z.begin() + 3, z.end()));
+    png_chunk(png, "IEND", {});
+    return png;
+  };
+  for (const auto& [before, after] : {std::pair{0, 0}, {1, 0}, {2, 1}, {0, 2}}) {
+    CAPTURE(before, after);
+    std::vector<uint8_t> out(4);
+    REQUIRE(decode(gray_png(before, after), out, 0xEE).empty());
+    CHECK(out == std::vector<uint8_t>{10, 20, 30, 40});
+  }
+  // Only an empty IDAT: there are no rows, and stb says so.
+  Bytes none = gray_png(0, 0);
+  none.resize(33);  // the signature and IHDR
+  png_chunk(none, "IDAT", {});
+  png_chunk(none, "IEND", {});
+  std::vector<uint8_t> out(4);
+  CHECK_THAT(decode(none, out, 0), Contains("bad PNG"));
+}
