@@ -39,8 +39,15 @@
 // 1e-3 |grad_cpu| elementwise (float32 sums in different orders). A mismatch, or a loss that is
 // not finite after the timed steps, prints FAIL in place of the numbers.
 //
+// Threads and load (CPU rows). --threads takes a list ("1,2"): every CPU row is measured at each
+// count, side by side. --load measures every CPU row a second time while another process (a
+// child this program forks, a busy loop, not pinned) keeps one core busy, and prints table 3:
+// idle and loaded epoch times and their ratio. A process sharing the machine is the normal case
+// on a laptop or a shared server; the goal is loaded/idle <= 2.
+//
 //   bench_train [--device cpu|cuda|both] [--model mnist_mlp,cifar10_cnn,cats_vs_dogs]
-//               [--threads N] [--steps 0] [--min-time 1.0] [--repeats 3] [--warmup 5]
+//               [--threads N[,N...]] [--load] [--steps 0] [--min-time 1.0] [--repeats 3]
+//               [--warmup 5]
 //               [--mnist-data DIR] [--cifar-data DIR] [--cats-data DIR] [--json FILE]
 //
 // bench/pytorch/bench_train.py prints the same tables for PyTorch; bench/run_all.py joins them.
@@ -50,12 +57,18 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <stdexcept>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <csignal>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
@@ -362,6 +375,52 @@ Result measure(const Config& c, const TrainingSet& set, Device device, const Opt
   return r;
 }
 
+// Another process keeping one core busy while it lives: a forked child in a busy loop, killed
+// (SIGKILL) and reaped on destruction.
+class BusyProcess {
+ public:
+  BusyProcess() {
+    pid_ = fork();
+    if (pid_ < 0) throw std::runtime_error("bench_train --load: fork failed");
+    if (pid_ == 0) {
+      volatile uint64_t spin = 0;
+      for (;;) spin = spin + 1;
+    }
+  }
+  ~BusyProcess() {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+  BusyProcess(const BusyProcess&) = delete;
+  BusyProcess& operator=(const BusyProcess&) = delete;
+
+ private:
+  pid_t pid_ = -1;
+};
+
+std::vector<int> parse_threads(const std::string& list) {
+  std::vector<int> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    int n = 0;
+    try {
+      size_t used = 0;
+      n = std::stoi(item, &used);
+      if (used != item.size()) n = 0;
+    } catch (const std::exception&) {
+      n = 0;
+    }
+    if (n < 1) {
+      throw std::invalid_argument("--threads '" + list +
+                                  "': give thread counts of 1 or more, separated by commas (e.g. 1,2)");
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
 int64_t dataset_steps(const TrainingSet& set, int64_t batch) {
   return (set.data.size(0) + batch - 1) / batch;
 }
@@ -374,16 +433,18 @@ int main(int argc, char** argv) {
   CLI::App app{"ember: training steps of the three example models, split into data, forward, "
                "backward and optimizer"};
   std::string device_flag = "auto", model_flag, json_path;
-  std::string mnist_dir, cifar_dir, cats_dir;
-  int threads = 0;
+  std::string mnist_dir, cifar_dir, cats_dir, threads_flag;
+  bool load = false;
   Options o;
   app.add_option("--device", device_flag,
                  "cpu, cuda or both (default: both when a usable GPU is present, else cpu)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "both"}));
   app.add_option("--model", model_flag,
                  "comma-separated subset of mnist_mlp,cifar10_cnn,cats_vs_dogs (default: all)");
-  app.add_option("--threads", threads, "CPU threads (default: ember's, all cores)")
-      ->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", threads_flag,
+                 "CPU threads, or a comma-separated list to compare (default: ember's, all cores)");
+  app.add_flag("--load", load,
+               "also measure each CPU row while a busy process keeps one core busy (table 3)");
   app.add_option("--steps", o.steps, "timed steps per run (0: enough for --min-time, >= 20)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--min-time", o.min_time, "seconds per timed run when --steps is 0")
@@ -399,7 +460,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (threads > 0) set_num_threads(threads);
+    const std::vector<int> thread_counts =
+        threads_flag.empty() ? std::vector<int>{get_num_threads()} : parse_threads(threads_flag);
+    set_num_threads(thread_counts.front());
 
     // Which devices: CUDA only where this build and this machine can run it, and say why not.
     std::string cuda_why;
@@ -457,12 +520,16 @@ int main(int argc, char** argv) {
 
     bench::Table main_table(
         "Table 1: training steps, steps/s and the split of a step's wall time",
-        {"model", "device", "batch", "steps/s", "epoch s", "data %", "forward %", "backward %",
-         "optimizer %"});
+        {"model", "device", "threads", "batch", "steps/s", "epoch s", "data %", "forward %",
+         "backward %", "optimizer %"});
     bench::Table split_table(
         "Table 2: the split run (synchronized at each phase boundary), ms per step",
-        {"model", "device", "batch", "step ms", "data ms", "forward ms", "backward ms",
+        {"model", "device", "threads", "batch", "step ms", "data ms", "forward ms", "backward ms",
          "optimizer ms", "steps/s synced", "steps/s unsynced", "steps x runs"});
+    bench::Table load_table(
+        "Table 3: CPU epochs on an idle machine and with one core kept busy by another process",
+        {"model", "threads", "batch", "idle epoch s", "loaded epoch s", "loaded / idle",
+         "goal <= 2"});
 
     std::map<std::string, TrainingSet> sets;
     for (const Config& c : configs) {
@@ -486,41 +553,74 @@ int main(int argc, char** argv) {
         continue;
       }
       for (const Device& device : devices) {
-        const std::string dev = device.is_cuda() ? "cuda" : "cpu";
-        const std::string batch = std::to_string(c.batch);
-        const Result r = measure(c, set, device, o);
-        if (!r.fail.empty()) {
-          std::printf("FAIL %s %s batch %s: %s\n", c.model.c_str(), dev.c_str(), batch.c_str(),
-                      r.fail.c_str());
-          main_table.add_row({c.model, dev, batch, "FAIL", "FAIL", "-", "-", "-", "-"});
-          split_table.add_row(
-              {c.model, dev, batch, "FAIL", "-", "-", "-", "-", "FAIL", "FAIL", "-"});
-          continue;
+        // CUDA rows run once, at the first thread count; CPU rows at each.
+        const std::vector<int> counts =
+            device.is_cuda() ? std::vector<int>{thread_counts.front()} : thread_counts;
+        for (int threads : counts) {
+          set_num_threads(threads);
+          const std::string dev = device.is_cuda() ? "cuda" : "cpu";
+          const std::string batch = std::to_string(c.batch), nt = std::to_string(threads);
+          const Result r = measure(c, set, device, o);
+          if (!r.fail.empty()) {
+            std::printf("FAIL %s %s batch %s: %s\n", c.model.c_str(), dev.c_str(), batch.c_str(),
+                        r.fail.c_str());
+            main_table.add_row({c.model, dev, nt, batch, "FAIL", "FAIL", "-", "-", "-", "-"});
+            split_table.add_row(
+                {c.model, dev, nt, batch, "FAIL", "-", "-", "-", "-", "FAIL", "FAIL", "-"});
+            continue;
+          }
+          const Phases& p = r.per_step;
+          const double steps = static_cast<double>(dataset_steps(set, c.batch));
+          const double epoch_s = steps / r.steps_per_s;
+          main_table.add_row({c.model, dev, nt, batch, bench::fmt(r.steps_per_s, 1),
+                              bench::fmt(epoch_s, 2), pct(p.data, p.total()),
+                              pct(p.forward, p.total()), pct(p.backward, p.total()),
+                              pct(p.optimizer, p.total())});
+          split_table.add_row({c.model, dev, nt, batch, bench::fmt(p.total() * 1e3, 3),
+                               bench::fmt(p.data * 1e3, 3), bench::fmt(p.forward * 1e3, 3),
+                               bench::fmt(p.backward * 1e3, 3), bench::fmt(p.optimizer * 1e3, 3),
+                               bench::fmt(r.split_steps_per_s, 1),
+                               device.is_cuda() ? bench::fmt(r.steps_per_s, 1) : "-",
+                               std::to_string(r.steps) + " x " + std::to_string(o.repeats)});
+          std::printf("  %s %s threads %s batch %s: %.1f steps/s\n", c.model.c_str(), dev.c_str(),
+                      nt.c_str(), batch.c_str(), r.steps_per_s);
+          std::fflush(stdout);
+          if (load && !device.is_cuda()) {
+            Result loaded;
+            {
+              BusyProcess busy;
+              loaded = measure(c, set, device, o);
+            }
+            if (!loaded.fail.empty()) {
+              load_table.add_row({c.model, nt, batch, bench::fmt(epoch_s, 2), "FAIL", "-", "-"});
+              continue;
+            }
+            const double loaded_s = steps / loaded.steps_per_s;
+            const double ratio = loaded_s / epoch_s;
+            load_table.add_row({c.model, nt, batch, bench::fmt(epoch_s, 2),
+                                bench::fmt(loaded_s, 2), bench::fmt(ratio, 2),
+                                ratio <= 2.0 ? "met" : "MISSED"});
+            std::printf("  %s cpu threads %s batch %s, one core busy: %.1f steps/s (%.2fx the idle "
+                        "epoch)\n", c.model.c_str(), nt.c_str(), batch.c_str(),
+                        loaded.steps_per_s, ratio);
+            std::fflush(stdout);
+          }
         }
-        const Phases& p = r.per_step;
-        const double epoch_s = static_cast<double>(dataset_steps(set, c.batch)) / r.steps_per_s;
-        main_table.add_row({c.model, dev, batch, bench::fmt(r.steps_per_s, 1),
-                            bench::fmt(epoch_s, 2), pct(p.data, p.total()),
-                            pct(p.forward, p.total()), pct(p.backward, p.total()),
-                            pct(p.optimizer, p.total())});
-        split_table.add_row({c.model, dev, batch, bench::fmt(p.total() * 1e3, 3),
-                             bench::fmt(p.data * 1e3, 3), bench::fmt(p.forward * 1e3, 3),
-                             bench::fmt(p.backward * 1e3, 3), bench::fmt(p.optimizer * 1e3, 3),
-                             bench::fmt(r.split_steps_per_s, 1),
-                             device.is_cuda() ? bench::fmt(r.steps_per_s, 1) : "-",
-                             std::to_string(r.steps) + " x " + std::to_string(o.repeats)});
-        std::printf("  %s %s batch %s: %.1f steps/s\n", c.model.c_str(), dev.c_str(),
-                    batch.c_str(), r.steps_per_s);
-        std::fflush(stdout);
       }
     }
     std::printf("\n");
     main_table.print(std::cout);
     std::cout << "\n";
     split_table.print(std::cout);
+    if (load) {
+      std::cout << "\n";
+      load_table.print(std::cout);
+    }
     std::cout.flush();
     if (!json_path.empty()) {
-      bench::write_json(json_path, "bench_train", header, {main_table, split_table});
+      std::vector<bench::Table> tables = {main_table, split_table};
+      if (load) tables.push_back(load_table);
+      bench::write_json(json_path, "bench_train", header, tables);
       std::printf("\nwrote %s\n", json_path.c_str());
     }
   } catch (const Error& e) {

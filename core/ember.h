@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/gradcheck.h"
+#include "core/host_memory.h"
 #include "core/ops.h"
 #include "core/profile.h"
 #include "core/random.h"

@@ -6,6 +6,7 @@
 
 #include "core/cuda.h"
 #include "core/error.h"
+#include "core/host_memory.h"
 
 namespace ember {
 
@@ -14,19 +15,14 @@ namespace {
 std::atomic<int64_t> g_live_count{0};
 std::atomic<int64_t> g_live_bytes{0};
 
-// 64-byte aligned host memory: a cache line, and enough for any SIMD load Eigen issues.
+// 64-byte aligned host memory (a cache line, and enough for any SIMD load Eigen issues), from
+// the caching host allocator (core/host_memory.h).
 class CpuAllocator final : public Allocator {
  public:
-  void* allocate(size_t nbytes, Device) override {
-    const size_t rounded = (nbytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-    if (!p) {
-      throw Error("out of host memory: could not allocate " + std::to_string(nbytes) +
-                  " bytes; use smaller batches or free tensors you no longer need");
-    }
-    return p;
+  void* allocate(size_t nbytes, Device) override { return host::detail::allocate(nbytes); }
+  void deallocate(void* ptr, size_t nbytes, Device) override {
+    host::detail::deallocate(ptr, nbytes);
   }
-  void deallocate(void* ptr, size_t, Device) override { std::free(ptr); }
 };
 
 }  // namespace

@@ -517,11 +517,11 @@ def main():
           "  The split synchronizes the GPU at every phase boundary; on CUDA steps/s and epoch s\n"
           "  come from a second run without those syncs (table 2 shows both).\n")
 
-    main_cols = ["model", "device", "batch", "steps/s", "epoch s", "data %", "forward %",
+    main_cols = ["model", "device", "threads", "batch", "steps/s", "epoch s", "data %", "forward %",
                  "backward %", "optimizer %"]
-    split_cols = ["model", "device", "batch", "step ms", "data ms", "forward ms", "backward ms",
+    split_cols = ["model", "device", "threads", "batch", "step ms", "data ms", "forward ms", "backward ms",
                   "optimizer ms", "steps/s synced", "steps/s unsynced", "steps x runs"]
-    fast_cols = ["model", "device", "batch", "mode", "steps/s", "epoch s"]
+    fast_cols = ["model", "device", "threads", "batch", "mode", "steps/s", "epoch s"]
     main_rows, split_rows, fast_rows = [], [], []
     modes = (["compile"] if args.compile else []) + (["cuda graphs"] if args.cuda_graphs else [])
     sets = {}
@@ -540,7 +540,7 @@ def main():
             continue
         epoch_steps = math.ceil(x_all.shape[0] / batch)
         for device in devices:
-            key = [model_name, device.type, str(batch)]
+            key = [model_name, device.type, str(torch.get_num_threads()), str(batch)]
             r = measure(args, model_name, batch, x_all, y_all, device)
             if "fail" in r:
                 print(f"FAIL {model_name} {device.type} batch {batch}: {r['fail']}")

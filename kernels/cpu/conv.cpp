@@ -21,13 +21,12 @@
 //
 // Threads and determinism
 // -----------------------
-// Images are independent, so the image loop is split across ember's threads and every GEMM runs
-// on the one thread that calls it. That is both faster here (no nested thread teams) and what
-// makes the results independent of the thread count: Eigen's GEMM picks its cache blocking of
-// the summed dimension from the number of threads it uses, and a different split of that sum
-// rounds differently. Eigen runs a product on one thread when ember's thread count is 1 or when
-// it is called from inside an OpenMP team of more than one thread; so with several threads the
-// team always has at least two members, even for a single image (the others then idle).
+// Images are independent, so the image loop is split across ember's threads, and every GEMM
+// runs on the thread that calls it (a parallel loop inside a parallel region runs on its calling
+// thread, kernels/cpu/parallel.h). That is faster here than nesting and keeps the results
+// independent of the thread count: each GEMM's result depends only on its sizes
+// (kernels/cpu/gemm.cpp), and each image's output is written by the one task that owns it. With
+// a single image there is no image loop to split, and its GEMMs use the threads instead.
 //
 // The weight gradient sums over images. Images are dealt to a fixed number of groups that does
 // not depend on the thread count (kMaxWeightGroups, fewer for huge filters or small batches);
@@ -57,24 +56,31 @@ bool is_pointwise(const ConvGeometry& g) {
          g.pad_w == 0;
 }
 
-// Calls f(begin, end) over disjoint ranges covering [0, tasks), from a team of ember's threads.
-// With more than one thread the team always has at least two members (see the top of the file:
-// that keeps every GEMM inside f on one thread); a member may get an empty range.
+// Calls f(begin, end) over disjoint ranges covering [0, tasks), from ember's threads.
 template <typename F>
 void for_each_task(int64_t tasks, const F& f) {
-  if (tasks <= 0) return;
-  const int64_t threads = num_threads();
-  const int64_t slots = threads > 1 ? std::max(tasks, threads) : tasks;
-  parallel_for(0, slots, 1, [&](int64_t b, int64_t e) {
-    e = std::min(e, tasks);
-    if (b < e) f(b, e);
-  });
+  parallel_for(0, tasks, 1, f);
 }
 
 // Scratch that is not cleared on allocation (every user writes it fully first).
 template <typename T>
 std::unique_ptr<T[]> scratch(int64_t n) {
   return std::unique_ptr<T[]>(new T[static_cast<size_t>(std::max<int64_t>(n, 1))]);
+}
+
+// This thread's col (or dcol) buffer of at least n elements, kept between calls: a conv layer
+// runs the same sizes every step, and a fresh buffer of megabytes per task would go back to the
+// OS each time and page-fault in again. Grows only; one buffer per thread and element type.
+template <typename T>
+T* thread_col_buffer(int64_t n) {
+  thread_local std::unique_ptr<T[]> buf;
+  thread_local int64_t capacity = 0;
+  if (n > capacity) {
+    buf.reset();
+    buf = scratch<T>(n);
+    capacity = n;
+  }
+  return buf.get();
 }
 
 // The output columns q whose tap at horizontal offset `off` (= s*dil_w - pad_w) lands inside
@@ -172,14 +178,14 @@ void forward_typed(const ConvGeometry& g, const T* x, const T* w, const T* b, T*
   const bool pointwise = is_pointwise(g);
   const DType dt = dtype_of<T>::value;
   for_each_task(g.N, [&](int64_t n0, int64_t n1) {
-    std::unique_ptr<T[]> col_buf = pointwise ? nullptr : scratch<T>(CRS * PQ);
+    T* col_buf = pointwise ? nullptr : thread_col_buffer<T>(CRS * PQ);
     for (int64_t n = n0; n < n1; ++n) {
       const T* xn = x + n * g.C * g.H * g.W;
       T* yn = y + n * g.K * PQ;
       const T* col = xn;
       if (!pointwise) {
-        im2col(g, xn, col_buf.get());
-        col = col_buf.get();
+        im2col(g, xn, col_buf);
+        col = col_buf;
       }
       // With a bias, start every output row at b[k] and let the GEMM add into it (beta = 1).
       if (b) {
@@ -197,11 +203,11 @@ void backward_input_typed(const ConvGeometry& g, const T* dy, const T* w, T* dx)
   const bool pointwise = is_pointwise(g);
   const DType dt = dtype_of<T>::value;
   for_each_task(g.N, [&](int64_t n0, int64_t n1) {
-    std::unique_ptr<T[]> dcol_buf = pointwise ? nullptr : scratch<T>(CRS * PQ);
+    T* dcol_buf = pointwise ? nullptr : thread_col_buffer<T>(CRS * PQ);
     for (int64_t n = n0; n < n1; ++n) {
       T* dxn = dx + n * g.C * HW;
       // dcol [CRS, PQ] = w^T @ dy[n]: w is stored [K, CRS], so it is A with trans_a (lda = CRS).
-      T* dcol = pointwise ? dxn : dcol_buf.get();
+      T* dcol = pointwise ? dxn : dcol_buf;
       gemm(dt, true, false, CRS, PQ, g.K, 1.0, w, CRS, dy + n * g.K * PQ, PQ, 0.0, dcol, PQ);
       if (!pointwise) {
         std::fill(dxn, dxn + g.C * HW, T(0));
@@ -230,7 +236,7 @@ void backward_weight_typed(const ConvGeometry& g, const T* x, const T* dy, T* dw
   std::vector<double> db_partial(db ? static_cast<size_t>(groups * g.K) : 0, 0.0);
 
   for_each_task(groups, [&](int64_t g0, int64_t g1) {
-    std::unique_ptr<T[]> col_buf = pointwise ? nullptr : scratch<T>(CRS * PQ);
+    T* col_buf = pointwise ? nullptr : thread_col_buffer<T>(CRS * PQ);
     for (int64_t grp = g0; grp < g1; ++grp) {
       T* acc = grp == 0 ? dw : partial.get() + (grp - 1) * KCRS;
       const int64_t n_begin = grp * g.N / groups, n_end = (grp + 1) * g.N / groups;
@@ -239,8 +245,8 @@ void backward_weight_typed(const ConvGeometry& g, const T* x, const T* dy, T* dw
         const T* dyn = dy + n * g.K * PQ;
         const T* col = xn;
         if (!pointwise) {
-          im2col(g, xn, col_buf.get());
-          col = col_buf.get();
+          im2col(g, xn, col_buf);
+          col = col_buf;
         }
         // acc [K, CRS] (+)= dy[n] [K, PQ] @ col^T: col is stored [CRS, PQ] -> trans_b, ldb = PQ.
         gemm(dt, false, true, g.K, CRS, PQ, 1.0, dyn, PQ, col, PQ, n == n_begin ? 0.0 : 1.0,

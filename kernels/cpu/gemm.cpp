@@ -17,10 +17,18 @@
 // The result is a RowMajor Map of C, written with `C.noalias() = alpha * opA * opB`: noalias()
 // promises Eigen that C does not overlap A or B, so it writes straight into C instead of
 // evaluating into a temporary and copying. That call is Eigen's blocked, vectorized GEMM
-// (cache-sized panels of A and B, a register-tiled micro-kernel), multi-threaded with OpenMP
-// over blocks of C when the product is large enough: Eigen::setNbThreads, which
-// kernels::cpu::set_num_threads sets, decides how many threads. For a single row or column
+// (cache-sized panels of A and B, a register-tiled micro-kernel). For a single row or column
 // Eigen switches to its matrix-vector kernel, and for a 1x1 result to a dot product.
+//
+// Threads
+// -------
+// Eigen is built without OpenMP, so each Eigen product runs on one thread. A large product is
+// cut here into panels of C — kPanel rows, or kPanel columns when C is wider than tall — and the
+// panels run on ember's thread pool (kernels/cpu/parallel.h) like any other loop: on a busy
+// machine a descheduled thread holds up one panel, not the product. Whether and how a product
+// is cut depends only on its sizes, never on the thread count, and each element of C is computed
+// by one Eigen call whose blocking depends only on its panel's sizes; so C is bit-identical for
+// 1 thread or 64.
 #include "kernels/cpu/gemm.h"
 
 #include <algorithm>
@@ -64,8 +72,15 @@ void product(const OpA& A, const OpB& B, T alpha, T beta, RowMap<T>& C) {
   else C.noalias() += alpha * A * B;
 }
 
+// Products of fewer multiply-adds than this run as one Eigen call: about 20 microseconds of work
+// here, below which handing panels to other threads costs more than it saves.
+constexpr int64_t kParallelMacs = int64_t(1) << 21;
+// The rows (or columns) of C in a panel: a multiple of every SIMD width, and large enough that
+// packing op(B) (or op(A)) once per panel stays a small part of the panel's work.
+constexpr int64_t kPanel = 128;
+
 template <typename T>
-void gemm_typed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* a,
+void gemm_panel(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* a,
                 int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (M == 0 || N == 0) return;
   RowMap<T> C(c, M, N, Eigen::OuterStride<>(ldc));
@@ -83,13 +98,35 @@ void gemm_typed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T a
   else product<T>(A.transpose(), B.transpose(), alpha, beta, C);
 }
 
+template <typename T>
+void gemm_typed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* a,
+                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  const bool by_rows = M >= N;  // cut the longer side of C
+  const int64_t side = by_rows ? M : N;
+  if (M * N * std::max<int64_t>(K, 1) < kParallelMacs || side <= kPanel) {
+    gemm_panel(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  const int64_t panels = (side + kPanel - 1) / kPanel;
+  parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t lo = p * kPanel, len = std::min(kPanel, side - lo);
+      if (by_rows) {  // rows [lo, lo + len) of C and of op(A): A is [M, K], or [K, M] if trans_a
+        gemm_panel(trans_a, trans_b, len, N, K, alpha, trans_a ? a + lo : a + lo * lda, lda, b,
+                   ldb, beta, c + lo * ldc, ldc);
+      } else {  // columns [lo, lo + len) of C and of op(B): B is [K, N], or [N, K] if trans_b
+        gemm_panel(trans_a, trans_b, M, len, K, alpha, a, lda, trans_b ? b + lo * ldb : b + lo,
+                   ldb, beta, c + lo, ldc);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void gemm(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
           const void* a, int64_t lda, const void* b, int64_t ldb, double beta, void* c,
           int64_t ldc) {
-  // First use of the thread setting applies EMBER_NUM_THREADS / OMP_NUM_THREADS to Eigen.
-  (void)num_threads();
   EMBER_DISPATCH_FLOAT(dtype, "gemm", [&] {
     gemm_typed<scalar_t>(trans_a, trans_b, M, N, K, static_cast<scalar_t>(alpha),
                          static_cast<const scalar_t*>(a), lda, static_cast<const scalar_t*>(b), ldb,

@@ -12,7 +12,8 @@
 // and the same for B with [K, N] / [N, K] and ldb. C is always stored as [M, N] with ldc >= N.
 //
 // beta == 0 means "overwrite C": C is not read then (it may hold garbage, as in BLAS).
-// Threads: Eigen's GEMM runs on kernels::cpu::num_threads() threads (set_num_threads).
+// Threads: a large product is cut into panels of C that run on ember's thread pool (gemm.cpp);
+// C is the same for any thread count.
 #pragma once
 
 #include <cstdint>

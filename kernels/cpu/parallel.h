@@ -1,8 +1,11 @@
-// ember/kernels/cpu/parallel.h — multi-threading for ember's own CPU loops.
+// ember/kernels/cpu/parallel.h — multi-threading for ember's CPU kernels.
 //
-// One thread count governs everything ember runs on the CPU: its elementwise/reduction loops
-// (through parallel_for, below) and Eigen's GEMM (Eigen::setNbThreads). Small ranges run on
-// the calling thread: for a few thousand elements waking a thread team costs more than the work.
+// One thread count governs everything ember runs on the CPU: its elementwise and reduction loops
+// and its GEMM (kernels/cpu/gemm.cpp splits large products into panels) all run on ember's own
+// pool (kernels/cpu/parallel.cpp says why it is not OpenMP). Small ranges run on the calling
+// thread: for a few thousand elements waking a thread costs more than the work. A kernel must
+// give the same result however its range is split (each output element written by one task, in
+// an order fixed by the sizes), so results do not depend on the thread count.
 #pragma once
 
 #include <algorithm>
@@ -13,18 +16,30 @@
 namespace ember::kernels::cpu {
 
 int num_threads();
+// Sets the thread count (at least 1). Call it between ops, not while another thread runs them:
+// the pool is rebuilt with the new number of workers.
 void set_num_threads(int n);
+
+// True on a thread that is running a chunk of a parallel region; a parallel_for there runs on
+// that thread alone.
+bool in_parallel_region();
 
 // Below this many elements an elementwise loop stays on one thread.
 constexpr int64_t kGrainSize = 32768;
 
+// A range is cut into up to this many chunks per thread, claimed one by one, so that a thread
+// the OS puts aside for a while holds up only the chunk it is in.
+constexpr int64_t kChunksPerThread = 4;
+
 namespace detail {
-void parallel_run(int64_t begin, int64_t end, int threads, void* ctx,
+void parallel_run(int64_t begin, int64_t end, int threads, int64_t chunks, void* ctx,
                   void (*fn)(void*, int64_t, int64_t));
 }
 
-// Calls f(chunk_begin, chunk_end) over [begin, end) split into at most num_threads() chunks of
-// at least `grain` elements.
+// Calls f(chunk_begin, chunk_end) over [begin, end) split into chunks of at least `grain`
+// elements (at most kChunksPerThread per thread), on up to num_threads() threads. f is called
+// from several threads at once, on disjoint chunks. If f throws, no further chunk starts and the
+// first exception is rethrown here once the chunks already running have finished.
 template <typename F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   const int64_t n = end - begin;
@@ -35,7 +50,9 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
     f(begin, end);
     return;
   }
-  detail::parallel_run(begin, end, threads, const_cast<F*>(&f), [](void* ctx, int64_t b, int64_t e) {
+  const int64_t chunks = std::min<int64_t>(max_chunks, threads * kChunksPerThread);
+  detail::parallel_run(begin, end, threads, chunks, const_cast<F*>(&f),
+                       [](void* ctx, int64_t b, int64_t e) {
     (*static_cast<const F*>(ctx))(b, e);
   });
 }
