@@ -11,9 +11,9 @@
 //   1. Dynamic chunks. A range is cut into more chunks than threads, and members claim them one
 //      at a time from an atomic counter, so a member the OS has put aside holds up at most the
 //      one chunk it is in; the others take the rest.
-//   2. Passive waiting. An idle worker spins only briefly (kSpinRounds pauses), then sleeps on a
-//      condition variable; the caller, once its own chunks are done, does the same until the
-//      last member leaves. Nothing burns a core waiting.
+//   2. Passive waiting. An idle worker polls only briefly (spin_time(), 100 us), then sleeps on
+//      a condition variable; the caller, once its own chunks are done, does the same until the
+//      last member leaves. Nothing burns a core for long waiting.
 //   3. One pool for everything: Eigen's GEMM is built without OpenMP (single-threaded), and
 //      kernels/cpu/gemm.cpp splits large products into panels run on this pool.
 // The chunk boundaries never change what a kernel computes: every kernel splits its work so that
@@ -27,6 +27,7 @@
 #include "kernels/cpu/parallel.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -59,10 +60,34 @@ int initial_threads() {
   return hw == 0 ? 1 : static_cast<int>(hw);
 }
 
-// How long an idle member polls before it sleeps: about 10-20 microseconds of pause
-// instructions, enough to catch the next region of a tight loop of ops without a wake-up, short
-// enough not to matter to another process wanting the core.
-constexpr int kSpinRounds = 256;
+// How long an idle member polls before it sleeps (EMBER_THREAD_SPIN_US, default 100 us). A
+// training step runs its ops a few microseconds apart, so within a step the workers stay awake
+// and a region starts at once (a futex wake-up costs tens of microseconds, as much as a small
+// op's whole region); between steps, or while the loop waits for data, they sleep. On a busy
+// machine 0 makes every wait a sleep at once.
+std::chrono::nanoseconds spin_time() {
+  static const std::chrono::nanoseconds t = [] {
+    long us = 100;
+    if (const char* env = std::getenv("EMBER_THREAD_SPIN_US")) {
+      char* end = nullptr;
+      const long v = std::strtol(env, &end, 10);
+      if (end != env && *end == '\0' && v >= 0) us = v;
+    }
+    return std::chrono::nanoseconds(std::chrono::microseconds(us));
+  }();
+  return t;
+}
+
+// Polls done() for up to spin_time(); true as soon as it holds, false when time is up.
+template <typename Done>
+bool spin_until(const Done& done) {
+  const auto deadline = std::chrono::steady_clock::now() + spin_time();
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    EMBER_CPU_RELAX();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
 
 // True on a thread while it runs chunks of a region (workers, and the caller during its region).
 thread_local bool t_in_region = false;
@@ -110,9 +135,7 @@ class Pool {
       open_ = false;  // no member joins from here on; every chunk is claimed or being run
       if (members_ > 0) {
         lock.unlock();
-        for (int i = 0; i < kSpinRounds && members_atomic_.load(std::memory_order_acquire) > 0; ++i) {
-          EMBER_CPU_RELAX();
-        }
+        spin_until([this] { return members_atomic_.load(std::memory_order_acquire) == 0; });
         lock.lock();
         left_.wait(lock, [this] { return members_ == 0; });
       }
@@ -154,9 +177,7 @@ class Pool {
     uint64_t seen = 0;
     for (;;) {
       // A short poll for the next region, then sleep until one is posted.
-      for (int i = 0; i < kSpinRounds && generation_.load(std::memory_order_acquire) == seen; ++i) {
-        EMBER_CPU_RELAX();
-      }
+      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
       Job job;
       {
         std::unique_lock<std::mutex> lock(mutex_);
