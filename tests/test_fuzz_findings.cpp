@@ -381,3 +381,22 @@ TEST_CASE("fuzz finding: a PNG whose first IDAT chunk is empty decodes like one 
   std::vector<uint8_t> out(4);
   CHECK_THAT(decode(none, out, 0), Contains("bad PNG"));
 }
+
+TEST_CASE("fuzz finding: a BMP with no pixels is refused before stb_image walks its rows",
+          "[data][image][fuzz][limits]") {
+  // The fuzzer's 78-byte file claimed 0x16776963 pixels at 1 bit: no pixels, so no size limit
+  // applied, and stb_image stepped through all 16.7 million empty rows before failing (seconds
+  // per decode: a timeout). Zero width or zero height is refused from the header.
+  for (const auto& [w, h] : {std::pair<int32_t, int32_t>{0, 16776963}, {5, 0}, {0, -3}}) {
+    CAPTURE(w, h);
+    Bytes bmp = palette_bmp(16, {1, 2, 3, 4, 5});
+    for (int k = 0; k < 4; ++k) {
+      bmp[18 + k] = static_cast<uint8_t>(static_cast<uint32_t>(w) >> (8 * k));
+      bmp[22 + k] = static_cast<uint8_t>(static_cast<uint32_t>(h) >> (8 * k));
+    }
+    std::vector<uint8_t> out(4);
+    CHECK_THAT(decode(bmp, out, 0),
+               Contains("bad BMP: the header claims " + std::to_string(w) + "x" +
+                        std::to_string(h < 0 ? -h : h) + " pixels, an image with no pixels"));
+  }
+}
