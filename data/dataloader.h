@@ -17,6 +17,24 @@
 // exception thrown while preparing a batch (a failing transform, say) is re-thrown by the loop
 // at that batch. Leaving the loop early is fine: the worker waits idle and is stopped and joined
 // by the next begin() or by the loader's destructor. One thread uses a loader at a time.
+//
+// Workers (num_workers = N > 0, PyTorch's DataLoader(num_workers=N)): N threads each make whole
+// batches (gather the samples + transform), up to N * prefetch_factor batches ahead of the loop,
+// and the loop receives them in the epoch's order. Which worker makes which batch depends on
+// timing, but batch k is always the same function of (dataset, order, k), so the batches are
+// bit-identical for every N, including 0. An exception in a worker reaches the loop at that
+// batch, of the same type, its message prefixed with the worker and the sample that failed:
+//   "DataLoader worker 1: sample 1234: truncated JPEG: ..."
+// Workers are threads, not processes: the dataset's get_batch is called from several threads at
+// once, so it must be safe to call concurrently (every dataset in data/ is: see dataset.h), and
+// so must the transforms and augmentations it runs (data/transforms.h's keep no state; a lambda
+// of yours that counts or caches needs a lock). The workers' tensor ops still use ember's CPU
+// threads (set_num_threads) inside each batch, as the prefetch thread's always did.
+//
+// How `prefetch` and `num_workers` relate: num_workers = 0 is today's loader — with `prefetch`
+// one background thread keeps prefetch_factor (default 2) batches ready, without it each batch
+// is made on the loop's thread when it is needed, and an exception comes out unchanged. With
+// num_workers > 0 the workers are the prefetching, and `prefetch` is not used.
 #pragma once
 
 #include <cstddef>
@@ -35,7 +53,16 @@ struct DataLoaderOptions {
   bool shuffle = false;    // a new sample order every epoch (else 0, 1, 2, ...)
   bool drop_last = false;  // skip a last batch smaller than batch_size
   uint64_t seed = 0;       // the shuffle order of epoch e is a function of (seed, e)
-  bool prefetch = true;    // prepare the next batches on a background thread
+  bool prefetch = true;    // num_workers = 0: prepare the next batches on a background thread
+  // Threads that make batches in parallel (0: none besides the prefetch thread). Batches arrive
+  // in order and are the same for every value; see "Workers" above.
+  int num_workers = 0;
+  // Batches made ahead per worker (PyTorch's default, 2): at most num_workers * prefetch_factor
+  // batches (or prefetch_factor with num_workers = 0 and prefetch) wait finished or in the works.
+  int prefetch_factor = 2;
+  // Keep the worker threads from one epoch to the next (else they are started by every begin()
+  // and joined when the epoch ends). Needs num_workers > 0.
+  bool persistent_workers = false;
   // Put each batch in pinned (page-locked) host memory, so that batch.data.to(cuda, true)
   // copies asynchronously (PyTorch's pin_memory=True). Needs a usable GPU.
   bool pin_memory = false;
@@ -61,7 +88,7 @@ class DataLoader {
                    options) {}
   // Shares a dataset with its other owners.
   explicit DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options = {});
-  ~DataLoader();  // stops and joins the worker of an unfinished epoch
+  ~DataLoader();  // stops and joins the workers (those of an unfinished epoch too)
   DataLoader(DataLoader&&) noexcept = default;
   DataLoader& operator=(DataLoader&& other) noexcept;
   DataLoader(const DataLoader&) = delete;
@@ -91,13 +118,15 @@ class DataLoader {
   Tensor order(int64_t e) const;
 
  private:
-  struct Epoch;  // one pass over the data: its order, its worker thread and its queue
+  struct Epoch;    // one pass over the data: its order, the batches made so far
+  struct Workers;  // the threads that make batches; kept here with persistent_workers
   std::shared_ptr<const Dataset> dataset_;
   DataLoaderOptions options_;
   int64_t epoch_ = -1;
   int64_t next_epoch_ = 0;
   int64_t next_first_batch_ = 0;
   std::shared_ptr<Epoch> current_;
+  std::shared_ptr<Workers> workers_;  // persistent_workers only
 };
 
 // An input iterator over one epoch. Iterators taken from the same begin() share its position.

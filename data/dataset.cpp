@@ -27,7 +27,12 @@ TensorDataset::TensorDataset(Tensor data, Tensor targets, Transform transform)
 }
 
 Batch TensorDataset::get_batch(const Tensor& indices) const {
+  return get_batch_for_epoch(indices, 0);
+}
+
+Batch TensorDataset::get_batch_for_epoch(const Tensor& indices, int64_t epoch) const {
   Batch b{index_select(data_, 0, indices), index_select(targets_, 0, indices)};
+  if (augmentation_) b.data = augmentation_(b.data, indices, epoch);
   if (transform_) b.data = transform_(b.data);
   return b;
 }

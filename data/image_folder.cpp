@@ -801,4 +801,61 @@ std::string ImageFolder::summary() const {
   return s;
 }
 
+// ---- decoding on the fly ----------------------------------------------------------------------
+
+LazyImageFolder::LazyImageFolder(const std::string& root, ImageFolderOptions options,
+                                 Transform transform, Augmentation augmentation)
+    : root_(root), options_(std::move(options)), transform_(std::move(transform)),
+      augmentation_(std::move(augmentation)) {
+  EMBER_CHECK(options_.height > 0 && options_.width > 0, "LazyImageFolder: height and width "
+              "must be positive, got ", options_.height, "x", options_.width);
+  Listing listing = list_folder(root);
+  classes_ = std::move(listing.classes);
+  files_.reserve(listing.files.size());
+  labels_.reserve(listing.files.size());
+  for (FileEntry& f : listing.files) {
+    files_.push_back(std::move(f.rel));
+    labels_.push_back(f.label);
+  }
+}
+
+Batch LazyImageFolder::get_batch_for_epoch(const Tensor& indices, int64_t epoch) const {
+  EMBER_CHECK(indices.defined() && indices.dim() == 1 && indices.dtype() == kInt64 &&
+                  indices.device().is_cpu(),
+              "LazyImageFolder: expected indices int64 [B] on the CPU");
+  const Tensor idx = indices.contiguous();
+  const int64_t B = idx.size(0), C = options_.grayscale ? 1 : 3;
+  const int64_t sample = C * options_.height * options_.width;
+  Tensor images =
+      empty({B, C, options_.height, options_.width}, TensorOptions(kUInt8).device(Device::cpu()));
+  Tensor targets = empty({B}, TensorOptions(kInt64).device(Device::cpu()));
+  // One scratch per thread: the DataLoader's workers call this concurrently, and the buffers
+  // keep their size from one image to the next.
+  thread_local DecodeScratch scratch;
+  const int64_t* ix = idx.data_ptr<int64_t>();
+  uint8_t* out = images.data_ptr<uint8_t>();
+  int64_t* t = targets.data_ptr<int64_t>();
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t i = ix[b];
+    EMBER_CHECK(i >= 0 && i < size(), "LazyImageFolder: sample ", i,
+                " out of range for a folder of ", size(), " images");
+    const std::string path = (fs::path(root_) / files_[static_cast<size_t>(i)]).string();
+    std::string reason = read_file_bytes(path, scratch.file);
+    if (reason.empty()) {
+      reason = decode_image(scratch.file.data(), scratch.file.size(), options_.height,
+                            options_.width, static_cast<int>(C), out + b * sample, scratch);
+    }
+    if (!reason.empty()) {
+      throw IOError("LazyImageFolder: cannot decode '" + path + "': " + reason +
+                    " (remove or replace the file; ImageFolder, which decodes up front, skips "
+                    "such files)");
+    }
+    t[b] = labels_[static_cast<size_t>(i)];
+  }
+  Batch batch{std::move(images), std::move(targets)};
+  if (augmentation_) batch.data = augmentation_(batch.data, idx, epoch);
+  if (transform_) batch.data = transform_(batch.data);
+  return batch;
+}
+
 }  // namespace ember::data

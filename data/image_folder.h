@@ -90,6 +90,47 @@ class ImageFolder : public TensorDataset {
   bool from_cache_ = false;
 };
 
+// The same folder decoded on the fly, as torchvision's ImageFolder does: the files are listed
+// once (the same classes, labels and order as ImageFolder), and every get_batch reads and
+// decodes its files again — nothing is cached and only the file list is held in memory, so it
+// suits folders too large to keep decoded, and pipelines whose random augmentations should see
+// the full image. Decoding is the expensive part: give the DataLoader num_workers to do it in
+// parallel. A file that cannot be decoded is an ember::IOError naming it and the reason, thrown
+// by the get that needs it (the DataLoader adds the worker and the sample index); nothing is
+// skipped silently, since the listing cannot know in advance.
+//
+//   data::LazyImageFolder pets("PetImages", {/*height=*/64, /*width=*/64},
+//                              data::ToFloat(),
+//                              data::ComposeAugmentations({data::RandomCrop{56, 56, 0, /*seed=*/1},
+//                                                          data::RandomHorizontalFlip{0.5, 2}}));
+//
+// Per batch: decode to uint8 [B, C, H, W] -> augmentation(images, indices, epoch) -> transform.
+// Safe to call from several threads at once (each thread decodes into its own scratch buffers).
+class LazyImageFolder : public Dataset {
+ public:
+  // Only height, width and grayscale of `options` are used. Throws ember::IOError for a missing
+  // root, a root without class folders or an empty class folder.
+  explicit LazyImageFolder(const std::string& root, ImageFolderOptions options = {},
+                           Transform transform = {}, Augmentation augmentation = {});
+
+  int64_t size() const override { return static_cast<int64_t>(files_.size()); }
+  Batch get_batch(const Tensor& indices) const override { return get_batch_for_epoch(indices, 0); }
+  Batch get_batch_for_epoch(const Tensor& indices, int64_t epoch) const override;
+
+  const std::vector<std::string>& classes() const { return classes_; }
+  const std::vector<std::string>& files() const { return files_; }  // "Cat/0.jpg", ...
+  const std::vector<int64_t>& labels() const { return labels_; }
+  const std::string& root() const { return root_; }
+
+ private:
+  std::string root_;
+  ImageFolderOptions options_;
+  Transform transform_;
+  Augmentation augmentation_;
+  std::vector<std::string> classes_, files_;
+  std::vector<int64_t> labels_;
+};
+
 // Where to get Kaggle's cats-vs-dogs photos (PetImages) and how the folder must look: the text
 // every layout error ends with.
 std::string pet_images_hint();

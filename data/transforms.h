@@ -8,9 +8,17 @@
 //       transforms.ToTensor(),                              ToTensor(),
 //       transforms.Normalize((0.1307,), (0.3081,))])       Normalize(0.1307, 0.3081)})
 //
-// The DataLoader runs them on its background thread, so they overlap with training.
+// The DataLoader runs them on its background threads, so they overlap with training.
+//
+// Random augmentations (RandomCrop, RandomHorizontalFlip) are seeded per sample: the draw for
+// dataset sample i in epoch e is Philox(seed, counter = (i, e)) — a pure function of
+// (seed, epoch, sample index), not of a generator that advances as batches are made. So the
+// augmented batches are the same for any number of DataLoader workers and any timing, every
+// epoch sees new crops, and the same seed replays them. They take the batch's sample indices
+// and the epoch, which the dataset passes (TensorDataset::set_augmentation, LazyImageFolder).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -57,6 +65,38 @@ class Compose {
 
  private:
   std::vector<Transform> transforms_;
+};
+
+// images [B, C, H, W] (any dtype), indices int64 [B] (the dataset index of each row), epoch.
+using Augmentation =
+    std::function<Tensor(const Tensor& images, const Tensor& indices, int64_t epoch)>;
+
+// torchvision's RandomCrop(size, padding): each image is padded with `padding` zero pixels on
+// every side, then a height x width window at a random (top, left) is cut out of it, uniform
+// over the (H + 2p - height + 1) x (W + 2p - width + 1) positions. CIFAR-10 training uses
+// RandomCrop{32, 32, 4}: shifts of up to 4 pixels, the border filled with black.
+struct RandomCrop {
+  int64_t height = 0, width = 0;
+  int64_t padding = 0;
+  uint64_t seed = 0;
+  Tensor operator()(const Tensor& images, const Tensor& indices, int64_t epoch) const;
+};
+
+// torchvision's RandomHorizontalFlip(p): each image is mirrored left-right with probability p.
+struct RandomHorizontalFlip {
+  double p = 0.5;
+  uint64_t seed = 0;
+  Tensor operator()(const Tensor& images, const Tensor& indices, int64_t epoch) const;
+};
+
+// Augmentations applied in order; each draws from its own seed.
+class ComposeAugmentations {
+ public:
+  ComposeAugmentations(std::vector<Augmentation> steps) : steps_(std::move(steps)) {}  // NOLINT
+  Tensor operator()(const Tensor& images, const Tensor& indices, int64_t epoch) const;
+
+ private:
+  std::vector<Augmentation> steps_;
 };
 
 }  // namespace ember::data

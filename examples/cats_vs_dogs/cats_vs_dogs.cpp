@@ -191,6 +191,11 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "CPU threads for training and decoding (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-cache", no_cache, "decode the photos again; do not read or write the cache");
+  int workers = 0;
+  app.add_option("--workers", workers,
+                 "DataLoader worker threads making training batches (0: one prefetch thread); "
+                 "the batches are the same for any value")
+      ->check(CLI::NonNegativeNumber);
   bool distributed = false;
   app.add_flag("--distributed", distributed,
                "train with DistributedDataParallel on the ranks of `mpirun -np N` (each rank "
@@ -251,6 +256,8 @@ int main(int argc, char** argv) {
     train_opts.shuffle = true;
     train_opts.seed = seed;
     train_opts.pin_memory = device.is_cuda();
+    train_opts.num_workers = workers;
+    train_opts.persistent_workers = workers > 0;
     ranks.share(train_opts);  // --distributed: this rank's share of each epoch
     data::DataLoaderOptions val_opts;
     val_opts.batch_size = batch_size;
