@@ -43,6 +43,7 @@
 #include "core/cuda.h"
 #include "core/error.h"
 #include "core/ops.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/philox.h"
 
 namespace ember::data {
@@ -211,6 +212,9 @@ struct DataLoader::Workers {
   }
 
   void run(int w) {
+    // One thread per worker, as in PyTorch: the workers run side by side, and the CPU pool stays
+    // free for the training loop (kernels/cpu/parallel.h).
+    kernels::cpu::set_this_thread_serial(true);
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
       work_cv.wait(lock, [&] { return stop || (job && job->claimable()); });

@@ -28,8 +28,9 @@
 // Workers are threads, not processes: the dataset's get_batch is called from several threads at
 // once, so it must be safe to call concurrently (every dataset in data/ is: see dataset.h), and
 // so must the transforms and augmentations it runs (data/transforms.h's keep no state; a lambda
-// of yours that counts or caches needs a lock). The workers' tensor ops still use ember's CPU
-// threads (set_num_threads) inside each batch, as the prefetch thread's always did.
+// of yours that counts or caches needs a lock). Each worker runs its tensor ops on its own
+// thread, as PyTorch's workers run with one thread each: the CPU thread pool (set_num_threads)
+// stays free for the training loop. The prefetch thread (num_workers = 0) shares the pool.
 //
 // How `prefetch` and `num_workers` relate: num_workers = 0 is today's loader — with `prefetch`
 // one background thread keeps prefetch_factor (default 2) batches ready, without it each batch

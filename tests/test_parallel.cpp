@@ -217,3 +217,26 @@ TEST_CASE("training: three SGD steps of a conv net give the same weights for 1, 
     CHECK(same_bits(one[i], three[i]));
   }
 }
+
+TEST_CASE("parallel_for: a thread set serial runs its loops alone, other threads are unaffected",
+          "[parallel]") {
+  ThreadCountGuard restore;
+  set_num_threads(3);
+  std::atomic<int> calls{0}, foreign{0};
+  std::thread t([&] {
+    kernels::cpu::set_this_thread_serial(true);
+    const auto me = std::this_thread::get_id();
+    parallel_for(0, 1 << 20, 1, [&](int64_t b, int64_t e) {
+      ++calls;
+      if (std::this_thread::get_id() != me || b != 0 || e != (1 << 20)) ++foreign;
+    });
+  });
+  t.join();
+  CHECK(calls.load() == 1);
+  CHECK(foreign.load() == 0);
+  CHECK_FALSE(kernels::cpu::this_thread_serial());  // the flag is the thread's own
+  // This thread still splits its loops.
+  std::atomic<int> chunks{0};
+  parallel_for(0, 1 << 20, 1, [&](int64_t, int64_t) { ++chunks; });
+  CHECK(chunks.load() > 1);
+}

@@ -91,6 +91,8 @@ bool spin_until(const Done& done) {
 
 // True on a thread while it runs chunks of a region (workers, and the caller during its region).
 thread_local bool t_in_region = false;
+// True on a thread that runs its loops alone (set_this_thread_serial).
+thread_local bool t_serial = false;
 
 class Pool {
  public:
@@ -249,6 +251,9 @@ void set_num_threads(int n) {
 }
 
 bool in_parallel_region() { return t_in_region; }
+
+void set_this_thread_serial(bool serial) { t_serial = serial; }
+bool this_thread_serial() { return t_serial; }
 
 namespace detail {
 void parallel_run(int64_t begin, int64_t end, int threads, int64_t chunks, void* ctx,

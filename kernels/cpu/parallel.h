@@ -24,6 +24,13 @@ void set_num_threads(int n);
 // that thread alone.
 bool in_parallel_region();
 
+// Makes every parallel loop started on the calling thread run on that thread alone, from now
+// until it is undone (`false`). The DataLoader's workers do this, as PyTorch's workers set one
+// thread each: they make whole batches side by side already, and sharing the pool too would
+// take it from the training loop. Results do not change (see above).
+void set_this_thread_serial(bool serial);
+bool this_thread_serial();
+
 // Below this many elements an elementwise loop stays on one thread.
 constexpr int64_t kGrainSize = 32768;
 
@@ -46,7 +53,7 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   if (n <= 0) return;
   const int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));
   const int threads = static_cast<int>(std::min<int64_t>(num_threads(), max_chunks));
-  if (threads <= 1) {
+  if (threads <= 1 || this_thread_serial()) {
     f(begin, end);
     return;
   }
