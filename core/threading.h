@@ -3,8 +3,9 @@
 
 namespace ember {
 
-// Threads for ember's CPU loops and Eigen's GEMM. Defaults to EMBER_NUM_THREADS, else
-// OMP_NUM_THREADS, else the number of cores.
+// The size of ember's CPU thread pool, which runs its loops and its GEMM panels
+// (kernels/cpu/parallel.h). Defaults to EMBER_NUM_THREADS, else OMP_NUM_THREADS, else the
+// number of cores. Set it between ops, not while other threads run them.
 int get_num_threads();
 void set_num_threads(int n);
 
