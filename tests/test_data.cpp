@@ -31,6 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::Bytes;
+using test::counting_dataset;
 using test::error_of;
 using test::read_bytes;
 using test::write_bytes;
@@ -104,18 +105,6 @@ struct FakeMnist {
     put("t10k-labels-idx1-ubyte", labels(n_test));
   }
 };
-
-// A dataset of n samples: data [n, 2] int64 with row i = (10 i, 10 i + 1), targets i.
-TensorDataset counting_dataset(int64_t n, Transform transform = {}) {
-  std::vector<int64_t> d, t;
-  for (int64_t i = 0; i < n; ++i) {
-    d.push_back(10 * i);
-    d.push_back(10 * i + 1);
-    t.push_back(i);
-  }
-  return TensorDataset(from_vector<int64_t>(d, {n, 2}, kInt64),
-                       from_vector<int64_t>(t, {n}, kInt64), std::move(transform));
-}
 
 // Every batch of one epoch, copied out.
 std::vector<Batch> one_epoch(DataLoader& loader) {

@@ -29,23 +29,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using test::counting_dataset;
 using test::error_of;
 
 template <typename T>
 std::vector<T> values(const Tensor& t) {
   return t.to_vector<T>();
-}
-
-// Sample i is data [10 i, 10 i + 1], target i.
-TensorDataset counting_dataset(int64_t n, Transform transform = {}) {
-  std::vector<int64_t> d, t;
-  for (int64_t i = 0; i < n; ++i) {
-    d.push_back(10 * i);
-    d.push_back(10 * i + 1);
-    t.push_back(i);
-  }
-  return TensorDataset(from_vector<int64_t>(d, {n, 2}, kInt64),
-                       from_vector<int64_t>(t, {n}, kInt64), std::move(transform));
 }
 
 // The data and targets of every batch of one epoch, flattened, one entry per batch.

@@ -1,6 +1,7 @@
 // tests/test_files.h — scratch files for the data tests: a temp folder that cleans up after
 // itself, byte-level file writes and reads, the pieces of hand-made files (big- and little-endian
-// integers, PNG chunks), and the message of an expected exception.
+// integers, PNG chunks), the message of an expected exception, and a small dataset whose samples
+// say which they are.
 #pragma once
 
 #include <atomic>
@@ -10,10 +11,14 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
 #include <zlib.h>
+
+#include "core/tensor.h"
+#include "data/dataset.h"
 
 namespace ember::test {
 
@@ -82,6 +87,18 @@ std::string error_of(F&& f) {
   }
   FAIL("expected an exception, none was thrown");
   return "";
+}
+
+// A dataset of n samples: data [n, 2] int64 with row i = (10 i, 10 i + 1), targets i.
+inline data::TensorDataset counting_dataset(int64_t n, data::Transform transform = {}) {
+  std::vector<int64_t> d, t;
+  for (int64_t i = 0; i < n; ++i) {
+    d.push_back(10 * i);
+    d.push_back(10 * i + 1);
+    t.push_back(i);
+  }
+  return data::TensorDataset(from_vector<int64_t>(d, {n, 2}, kInt64),
+                             from_vector<int64_t>(t, {n}, kInt64), std::move(transform));
 }
 
 }  // namespace ember::test

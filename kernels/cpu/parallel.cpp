@@ -111,8 +111,6 @@ class Pool {
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
 
-  int size() const { return static_cast<int>(threads_.size()) + 1; }
-
   // Runs fn over [begin, end) in `chunks` chunks; false (nothing run) when another thread's
   // region holds the pool.
   bool run(int64_t begin, int64_t end, int64_t chunks, void* ctx,
@@ -135,9 +133,9 @@ class Pool {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       open_ = false;  // no member joins from here on; every chunk is claimed or being run
-      if (members_ > 0) {
+      if (members_.load(std::memory_order_relaxed) > 0) {
         lock.unlock();
-        spin_until([this] { return members_atomic_.load(std::memory_order_acquire) == 0; });
+        spin_until([this] { return members_.load(std::memory_order_acquire) == 0; });
         lock.lock();
         left_.wait(lock, [this] { return members_ == 0; });
       }
@@ -190,15 +188,12 @@ class Pool {
         seen = generation_.load(std::memory_order_relaxed);
         if (!open_) continue;  // woke after that region closed: nothing left to claim
         job = job_;
-        ++members_;
-        members_atomic_.fetch_add(1, std::memory_order_relaxed);
+        members_.fetch_add(1, std::memory_order_relaxed);
       }
       work(job);
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        --members_;
-        members_atomic_.fetch_sub(1, std::memory_order_release);
-        if (members_ == 0 && !open_) left_.notify_one();
+        if (members_.fetch_sub(1, std::memory_order_release) == 1 && !open_) left_.notify_one();
       }
     }
   }
@@ -211,11 +206,11 @@ class Pool {
   std::atomic<bool> busy_{false};        // a region holds the pool
   std::atomic<int64_t> next_{0};         // the next chunk to claim
   std::atomic<bool> failed_{false};      // a chunk threw: claim no more
-  std::atomic<int> members_atomic_{0};   // members_, for the caller's poll
+  // Workers inside the current region: changed under mutex_, read without it by the caller's poll.
+  std::atomic<int> members_{0};
   // Guarded by mutex_:
   Job job_;
   bool open_ = false;  // workers may still join the current region
-  int members_ = 0;    // workers inside the current region
   bool stop_ = false;
   std::exception_ptr error_;
 };
