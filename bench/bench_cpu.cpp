@@ -1,9 +1,12 @@
 // bench/bench_cpu.cpp — how fast is ember's CPU core next to what it is built on?
 //
 // Table 1, matmul GFLOP/s in float32: ember::matmul against raw Eigen (`C.noalias() = A * B`
-// on row-major Eigen matrices of the same shapes). ember's CPU matmul ends in Eigen's GEMM, so
-// with one thread the gap between the two columns is ember's own cost around it: argument
-// checks, allocating the output, copying an operand that is not laid out for the GEMM. Eigen is
+// on row-major Eigen matrices of the same shapes). ember's CPU matmul ends in ember's own AVX-512
+// kernel for most float32 shapes on a CPU that has AVX-512 (kernels/cpu/gemm_avx512.cpp), and in
+// Eigen's GEMM for the rest (kernels/cpu/gemm.cpp says which): where it ends in Eigen, the gap
+// between the two columns is ember's own cost around it — argument checks, allocating the
+// output, copying an operand that is not laid out for the GEMM; where it ends in the own kernel,
+// the ratio is the kernel against Eigen. Eigen is
 // built without OpenMP (issue 12), so the Eigen column is always one thread, while ember cuts a
 // large product into panels over its thread pool: with --threads N > 1 the ratio also holds
 // ember's speed-up from the other threads, and the goal below is for --threads 1. The
@@ -11,6 +14,10 @@
 // products of its first layer written the way the backward writes them, with transposed views:
 //   dX = dY @ W^T   [64,512] @ [512,784]   (W is stored [784,512]; W^T is a view)
 //   dW = X^T @ dY   [784,64] @ [64,512]    (X is stored [64,784]; X^T is a view)
+// the products of the cats-vs-dogs CNN's two large convolutions as kernels/cpu/conv.cpp calls
+// them (conv2: 32->64 channels, 5x5, a 19x19 output, one image per product; conv3: 64->128, a
+// 5x5 output, 10 images side by side per product): forward W @ col (W passed as the transpose
+// of a stored W^T), input gradient W^T @ dY, weight gradient computed transposed, col @ dY^T;
 // and the squares 512 and 1024, where the GEMM itself dominates. Goal: within 10% of Eigen.
 //
 // Table 2, dispatch overhead: microseconds per call of an op on 1 or 8 elements, where the
@@ -193,6 +200,12 @@ std::vector<MatmulRow> run_matmul_table(const Settings& s) {
       {"MLP layer 5", 64, 64, 10, false, false},
       {"layer 1 dX = dY W^T, view", 64, 512, 784, false, true},
       {"layer 1 dW = X^T dY, view", 784, 64, 512, true, false},
+      {"conv2 fwd W col", 64, 800, 361, true, false},
+      {"conv2 dx: W^T dY", 800, 64, 361, true, false},
+      {"conv2 dw: col dY^T", 800, 361, 64, false, true},
+      {"conv3 fwd, 10 images", 128, 1600, 250, true, false},
+      {"conv3 dx, 10 images", 1600, 128, 250, true, false},
+      {"conv3 dw, 10 images", 1600, 250, 128, false, true},
       {"square 512", 512, 512, 512, false, false},
       {"square 1024", 1024, 1024, 1024, false, false},
   };

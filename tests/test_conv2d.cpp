@@ -135,6 +135,11 @@ const std::vector<Geometry>& geometries() {
        opts({1, 1}, {1, 1})},
       // Filters long enough (C*R*S = 400) that Eigen blocks the summed dimension.
       {"C*R*S = 400, 5x5, padding 2", {3, 16, 12, 12}, {8, 16, 5, 5}, true, opts({1, 1}, {2, 2})},
+      // 5x5 output planes: float32 puts several images side by side in one GEMM (batches of
+      // 8, 8 and 7; kernels/cpu/conv.cpp images_per_gemm), and the weight gradient's 3 groups
+      // hold 7, 8 and 8 images.
+      {"batch 23 of 5x5 outputs, several images per GEMM", {23, 4, 7, 7}, {6, 4, 3, 3}, true,
+       opts({1, 1}, {0, 0})},
   };
   return gs;
 }
@@ -313,6 +318,7 @@ TEST_CASE("conv2d: results do not depend on the thread count", "[conv2d]") {
       {"one image", {1, 16, 15, 15}, {16, 16, 5, 5}, true, opts({1, 1}, {2, 2})},
       {"batch 5", {5, 40, 13, 11}, {24, 40, 3, 3}, true, opts({1, 1}, {1, 1})},
       {"batch 21, stride 2", {21, 8, 24, 24}, {12, 8, 3, 3}, true, opts({2, 2}, {1, 1})},
+      {"batch 23 of 5x5 outputs", {23, 4, 7, 7}, {6, 4, 3, 3}, true, opts({1, 1}, {0, 0})},
   };
   uint64_t seed = 950;
   for (const Geometry& g : gs) {
@@ -331,5 +337,25 @@ TEST_CASE("conv2d: results do not depend on the thread count", "[conv2d]") {
         }
       }
     }
+  }
+}
+
+TEST_CASE("conv2d: an image gives the same bits alone as inside a batch", "[conv2d]") {
+  // Small output planes put several float32 images into one GEMM (kernels/cpu/conv.cpp); the
+  // GEMM kernel's sums depend only on their length, so each image's output and input gradient
+  // must not depend on its neighbours. (float64, one image per GEMM, is covered by
+  // test_nn_conv.cpp's "one image gives the first row of the batch".)
+  const Geometry g{"batch 23 of 5x5 outputs", {23, 4, 7, 7}, {6, 4, 3, 3}, true, opts({1, 1}, {0, 0})};
+  const Tensor x = uniform(g.x, 990, kFloat32), w = uniform(g.w, 991, kFloat32);
+  const Tensor b = uniform({g.w[0]}, 992, kFloat32), gy = uniform(out_shape(g), 993, kFloat32);
+  const std::vector<Tensor> batch = run_conv(g, x, w, b, gy, kFloat32);
+  for (int64_t n : {0, 7, 8, 15, 22}) {  // first, last and inside batches of 8, 8, 7
+    INFO("image " << n);
+    Geometry one = g;
+    one.x[0] = 1;
+    const Tensor xn = x.slice(0, n, n + 1).contiguous(), gyn = gy.slice(0, n, n + 1).contiguous();
+    const std::vector<Tensor> alone = run_conv(one, xn, w, b, gyn, kFloat32);
+    CHECK(bitwise_equal(alone[0], batch[0].slice(0, n, n + 1)));
+    CHECK(bitwise_equal(alone[1], batch[1].slice(0, n, n + 1)));
   }
 }

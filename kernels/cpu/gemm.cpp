@@ -1,4 +1,7 @@
-// CPU GEMM through Eigen, with no copies: every operand is an Eigen::Map over ember's memory.
+// CPU GEMM: ember's own AVX-512 kernel for float32 where it is faster (kernels/cpu/gemm_avx512.cpp),
+// Eigen for the rest — float64, CPUs without AVX-512, and the float32 shapes listed at
+// use_own_kernel below. The Eigen path works with no copies: every operand is an Eigen::Map over
+// ember's memory.
 //
 // How row-major data maps to Eigen's layouts
 // ------------------------------------------
@@ -22,16 +25,18 @@
 //
 // Threads
 // -------
-// Eigen is built without OpenMP, so each Eigen product runs on one thread. A large product is
+// Eigen is built without OpenMP and the own kernel is single-threaded, so each call below runs on
+// one thread. A large product is
 // cut here into panels of C — kPanel rows, or kPanel columns when C is wider than tall — and the
 // panels run on ember's thread pool (kernels/cpu/parallel.h) like any other loop: on a busy
 // machine a descheduled thread holds up one panel, not the product. Whether and how a product
 // is cut depends only on its sizes, never on the thread count, and each element of C is computed
-// by one Eigen call whose blocking depends only on its panel's sizes; so C is bit-identical for
-// 1 thread or 64.
+// by one call (Eigen's, whose blocking depends only on its panel's sizes, or the own kernel's,
+// whose sum order depends only on K); so C is bit-identical for 1 thread or 64.
 #include "kernels/cpu/gemm.h"
 
 #include <algorithm>
+#include <type_traits>
 
 // GCC 12 reports "'__Y' may be used uninitialized" deep inside Eigen's AVX-512 packet
 // transposes (they start from _mm512_undefined_*() on purpose); the warning is a known false
@@ -43,6 +48,7 @@
 
 #include <Eigen/Core>
 
+#include "kernels/cpu/gemm_avx512.h"
 #include "kernels/cpu/parallel.h"
 
 namespace ember::kernels::cpu {
@@ -72,22 +78,52 @@ void product(const OpA& A, const OpB& B, T alpha, T beta, RowMap<T>& C) {
   else C.noalias() += alpha * A * B;
 }
 
+// Whether a float32 product goes to ember's AVX-512 kernel. Decided once per product from its
+// sizes and transposes (never from the thread count), so a product gives the same bits every
+// time. The kernel computes 12 x 32 tiles of C, reads A in place, and must first transpose
+// ("pack") op(B) when B is stored [N, K] (gemm_avx512.cpp); Eigen packs both operands always but
+// switches to matrix-vector code for very thin products. Measured on one Zen 4 core
+// (bench/RESULTS.md, "CPU GEMM kernel and convolution layout"), Eigen stays ahead where
+//   - C has fewer than 4 columns (matrix-vector shapes: [100, 512] @ [512, 2] took 17.6 us in
+//     the kernel, 7.4 us in Eigen);
+//   - B must be packed and C has fewer than 48 rows: the packed B then serves few row tiles
+//     ([32, 2116] @ [25, 2116]^T: 57 us against 45 us; [4, 400] @ [120, 400]^T: 16.5 against
+//     9.4 us).
+// Everywhere else the kernel was as fast or faster, by 10-50% on the seed models' products.
+template <typename T>
+bool use_own_kernel(bool trans_b, int64_t M, int64_t N) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    static const bool available = sgemm_avx512_available();
+    return available && N >= 4 && (!trans_b || M >= 48);
+  }
+}
+
 // Products of fewer multiply-adds than this run as one Eigen call: about 20 microseconds of work
 // here, below which handing panels to other threads costs more than it saves.
 constexpr int64_t kParallelMacs = int64_t(1) << 21;
-// The rows (or columns) of C in a panel: a multiple of every SIMD width, and large enough that
-// packing op(B) (or op(A)) once per panel stays a small part of the panel's work.
-constexpr int64_t kPanel = 128;
+// The rows (or columns) of C in a panel: a multiple of every SIMD width and of the own kernel's
+// 12 x 32 tile (so a panel has no ragged tiles), and large enough that packing op(B) (or op(A))
+// once per panel stays a small part of the panel's work.
+constexpr int64_t kPanel = 96;
 
 template <typename T>
-void gemm_panel(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* a,
-                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+void gemm_panel(bool own_kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
+                int64_t ldc) {
   if (M == 0 || N == 0) return;
   RowMap<T> C(c, M, N, Eigen::OuterStride<>(ldc));
   if (K == 0) {  // an empty sum: op(A) @ op(B) is all zeros
     if (beta == T(0)) C.setZero();
     else C *= beta;
     return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (own_kernel) {
+      sgemm_avx512(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
+    }
   }
   // The stored shapes: [M, K] or [K, M] for A, [K, N] or [N, K] for B.
   const ConstRowMap<T> A(a, trans_a ? K : M, trans_a ? M : K, Eigen::OuterStride<>(lda));
@@ -101,10 +137,11 @@ void gemm_panel(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T a
 template <typename T>
 void gemm_typed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* a,
                 int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  const bool own = use_own_kernel<T>(trans_b, M, N);
   const bool by_rows = M >= N;  // cut the longer side of C
   const int64_t side = by_rows ? M : N;
   if (M * N * std::max<int64_t>(K, 1) < kParallelMacs || side <= kPanel) {
-    gemm_panel(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+    gemm_panel(own, trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   const int64_t panels = (side + kPanel - 1) / kPanel;
@@ -112,11 +149,11 @@ void gemm_typed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T a
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t lo = p * kPanel, len = std::min(kPanel, side - lo);
       if (by_rows) {  // rows [lo, lo + len) of C and of op(A): A is [M, K], or [K, M] if trans_a
-        gemm_panel(trans_a, trans_b, len, N, K, alpha, trans_a ? a + lo : a + lo * lda, lda, b,
-                   ldb, beta, c + lo * ldc, ldc);
+        gemm_panel(own, trans_a, trans_b, len, N, K, alpha, trans_a ? a + lo : a + lo * lda, lda,
+                   b, ldb, beta, c + lo * ldc, ldc);
       } else {  // columns [lo, lo + len) of C and of op(B): B is [K, N], or [N, K] if trans_b
-        gemm_panel(trans_a, trans_b, M, len, K, alpha, a, lda, trans_b ? b + lo * ldb : b + lo,
-                   ldb, beta, c + lo, ldc);
+        gemm_panel(own, trans_a, trans_b, M, len, K, alpha, a, lda,
+                   trans_b ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
       }
     }
   });

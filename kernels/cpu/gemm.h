@@ -1,4 +1,5 @@
-// ember/kernels/cpu/gemm.h — general matrix multiply on the CPU (Eigen's blocked GEMM).
+// ember/kernels/cpu/gemm.h — general matrix multiply on the CPU (ember's AVX-512 kernel for
+// float32 where it is faster, kernels/cpu/gemm_avx512.cpp; Eigen's blocked GEMM otherwise).
 //
 //   C[M, N] = alpha * op(A)[M, K] @ op(B)[K, N] + beta * C
 //

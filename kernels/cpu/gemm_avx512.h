@@ -1,0 +1,24 @@
+// ember/kernels/cpu/gemm_avx512.h — ember's own float32 GEMM kernel for CPUs with AVX-512.
+//
+// The same contract as kernels/cpu/gemm.h (row-major, transpose flags, leading dimensions,
+// beta == 0 does not read C), for float32 on one thread. kernels/cpu/gemm.cpp calls it for every
+// float32 product when the build targets AVX-512 (-march=native on such a CPU) and splits large
+// products into panels on the thread pool first; float64 and CPUs without AVX-512 use Eigen.
+// How it works and why it is shaped so: the comment at the top of gemm_avx512.cpp.
+#pragma once
+
+#include <cstdint>
+
+namespace ember::kernels::cpu {
+
+// Whether this build has the kernel (compiled with AVX-512F); sgemm_avx512 throws otherwise.
+bool sgemm_avx512_available();
+
+// C[M, N] = alpha * op(A) @ op(B) + beta * C, float32, on the calling thread. M, N, K >= 1.
+// The result of each element depends only on K (the order of its sum), never on M, N or where
+// the element lies, so a product cut into panels gives the same bits as the whole.
+void sgemm_avx512(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                  int64_t ldc);
+
+}  // namespace ember::kernels::cpu

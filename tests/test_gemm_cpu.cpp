@@ -1,0 +1,193 @@
+// The CPU GEMM (kernels/cpu/gemm.h) and ember's own float32 AVX-512 kernel behind it
+// (kernels/cpu/gemm_avx512.cpp): every edge of the kernel's 12 x 32 register tile, its 256-long
+// k-blocks and 512-wide column blocks, the four transpose combinations, padded leading
+// dimensions, alpha and beta, against a double-precision reference; C outside the product is
+// never written and beta == 0 never reads C; and the sum order depends only on K, so a product
+// cut into pieces gives the same bits as the whole (what lets gemm.cpp split it across threads).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_avx512.h"
+
+using namespace ember;
+
+namespace {
+
+struct Layout {
+  bool ta = false, tb = false;
+  int64_t M = 1, N = 1, K = 1, pad = 0;
+  int64_t lda() const { return (ta ? M : K) + pad; }
+  int64_t ldb() const { return (tb ? K : N) + pad; }
+  int64_t ldc() const { return N + pad; }
+  int64_t a_size() const { return (ta ? K : M) * lda(); }
+  int64_t b_size() const { return (tb ? N : K) * ldb(); }
+  int64_t c_size() const { return M * ldc(); }
+  float a_at(const std::vector<float>& a, int64_t i, int64_t k) const {
+    return ta ? a[k * lda() + i] : a[i * lda() + k];
+  }
+  float b_at(const std::vector<float>& b, int64_t k, int64_t j) const {
+    return tb ? b[j * ldb() + k] : b[k * ldb() + j];
+  }
+};
+
+std::vector<float> random_floats(int64_t n, std::mt19937& gen) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(gen);
+  return v;
+}
+
+// Transpose combination t (bit 0: A stored transposed, bit 1: B) at the given sizes.
+Layout layout(int t, int64_t M, int64_t N, int64_t K) {
+  Layout l;
+  l.ta = t & 1;
+  l.tb = t & 2;
+  l.M = M;
+  l.N = N;
+  l.K = K;
+  return l;
+}
+
+using Gemm = void (*)(const Layout&, float, const float*, const float*, float, float*);
+
+void via_gemm(const Layout& l, float alpha, const float* a, const float* b, float beta, float* c) {
+  kernels::cpu::gemm(kFloat32, l.ta, l.tb, l.M, l.N, l.K, alpha, a, l.lda(), b, l.ldb(), beta, c,
+                     l.ldc());
+}
+void via_kernel(const Layout& l, float alpha, const float* a, const float* b, float beta,
+                float* c) {
+  kernels::cpu::sgemm_avx512(l.ta, l.tb, l.M, l.N, l.K, alpha, a, l.lda(), b, l.ldb(), beta, c,
+                             l.ldc());
+}
+
+// Runs one product and checks every element of C (inside: the reference within float32's
+// summation error; outside the product, in the padding: untouched). Returns false on the first
+// mismatch, after reporting it.
+bool check_product(const Layout& l, float alpha, float beta, Gemm run, std::mt19937& gen) {
+  const std::vector<float> a = random_floats(l.a_size(), gen);
+  const std::vector<float> b = random_floats(l.b_size(), gen);
+  std::vector<float> c = random_floats(l.c_size(), gen);
+  const float sentinel = 12345.0f;
+  for (int64_t i = 0; i < l.M; ++i) {
+    for (int64_t j = l.N; j < l.ldc(); ++j) c[i * l.ldc() + j] = sentinel;
+    // beta == 0: C is not read, so NaN in it must not reach the result (BLAS's rule).
+    if (beta == 0.0f) {
+      for (int64_t j = 0; j < l.N; ++j) c[i * l.ldc() + j] = std::numeric_limits<float>::quiet_NaN();
+    }
+  }
+  const std::vector<float> c0 = c;
+  run(l, alpha, a.data(), b.data(), beta, c.data());
+  for (int64_t i = 0; i < l.M; ++i) {
+    for (int64_t j = 0; j < l.ldc(); ++j) {
+      const float got = c[i * l.ldc() + j];
+      if (j >= l.N) {
+        if (got != sentinel) {
+          FAIL_CHECK("C[" << i << ", " << j << "] lies outside the product and was written");
+          return false;
+        }
+        continue;
+      }
+      double want = 0.0, magnitude = 0.0;
+      for (int64_t k = 0; k < l.K; ++k) {
+        const double p = double(l.a_at(a, i, k)) * double(l.b_at(b, k, j));
+        want += p;
+        magnitude += std::fabs(p);
+      }
+      const double c_old = beta == 0.0f ? 0.0 : double(c0[i * l.ldc() + j]);
+      want = alpha * want + beta * c_old;
+      const double tol = 4.0 * std::numeric_limits<float>::epsilon() *
+                         (std::fabs(alpha) * magnitude + std::fabs(beta * c_old) + 1e-30);
+      if (!(std::fabs(got - want) <= tol)) {
+        FAIL_CHECK("C[" << i << ", " << j << "] = " << got << ", want " << want << " (tolerance "
+                        << tol << ")");
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("cpu gemm: float32 products at every tile edge, transpose and k-block",
+          "[gemm][matmul]") {
+  std::mt19937 gen(7);
+  // Rows around the 12-row tile, columns around the 16-lane vector and 32-column tile, depths
+  // around the 16-wide transposes and the 256-long k-blocks.
+  const int64_t Ms[] = {1, 4, 11, 12, 13, 25, 64, 97};
+  const int64_t Ns[] = {1, 15, 16, 17, 31, 32, 33, 100};
+  const int64_t Ks[] = {1, 15, 16, 17, 255, 256, 257, 530};
+  const float alphas[] = {1.0f, -0.5f};
+  const float betas[] = {0.0f, 1.0f, 0.25f};
+  std::vector<std::pair<const char*, Gemm>> paths = {{"kernels::cpu::gemm", via_gemm}};
+  if (kernels::cpu::sgemm_avx512_available()) paths.push_back({"sgemm_avx512", via_kernel});
+  int64_t cases = 0;
+  for (const auto& [name, run] : paths) {
+    for (int t = 0; t < 4; ++t) {
+      for (int64_t M : Ms) {
+        for (int64_t N : Ns) {
+          for (int64_t K : Ks) {
+            Layout l = layout(t, M, N, K);
+            l.pad = (M + N + K) % 3;  // packed and padded rows alike
+            const float alpha = alphas[(M + K) % 2], beta = betas[(N + K) % 3];
+            CAPTURE(name, l.ta, l.tb, M, N, K, l.pad, alpha, beta);
+            REQUIRE(check_product(l, alpha, beta, run, gen));
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  CHECK(cases == int64_t(paths.size()) * 4 * 8 * 8 * 8);
+}
+
+TEST_CASE("cpu gemm: wider than a 512-column block, deeper than several k-blocks",
+          "[gemm][matmul]") {
+  std::mt19937 gen(11);
+  for (int t = 0; t < 4; ++t) {
+    const Layout l = layout(t, 70, 1100, 600);
+    CAPTURE(l.ta, l.tb);
+    REQUIRE(check_product(l, 1.0f, 0.5f, via_gemm, gen));
+    if (kernels::cpu::sgemm_avx512_available()) {
+      REQUIRE(check_product(l, 1.0f, 0.0f, via_kernel, gen));
+    }
+  }
+}
+
+TEST_CASE("sgemm_avx512: a product cut into row and column pieces gives the same bits",
+          "[gemm][matmul]") {
+  if (!kernels::cpu::sgemm_avx512_available()) {
+    std::cout << "SKIPPED: this build has no AVX-512 kernel (not compiled with AVX-512F; Eigen "
+                 "does float32 too)\n";
+    return;
+  }
+  std::mt19937 gen(3);
+  for (int t = 0; t < 4; ++t) {
+    const Layout l = layout(t, 53, 141, 300);
+    const std::vector<float> a = random_floats(l.a_size(), gen);
+    const std::vector<float> b = random_floats(l.b_size(), gen);
+    std::vector<float> whole(static_cast<size_t>(l.c_size())), pieces(whole.size());
+    via_kernel(l, 1.0f, a.data(), b.data(), 0.0f, whole.data());
+    // Rows [0, 29) and [29, 53); within the second, columns [0, 37) and [37, 141).
+    const int64_t r = 29, q = 37;
+    const float* a_rows2 = l.ta ? a.data() + r : a.data() + r * l.lda();
+    kernels::cpu::sgemm_avx512(l.ta, l.tb, r, l.N, l.K, 1.0f, a.data(), l.lda(), b.data(), l.ldb(),
+                               0.0f, pieces.data(), l.ldc());
+    kernels::cpu::sgemm_avx512(l.ta, l.tb, l.M - r, q, l.K, 1.0f, a_rows2, l.lda(), b.data(),
+                               l.ldb(), 0.0f, pieces.data() + r * l.ldc(), l.ldc());
+    const float* b_cols2 = l.tb ? b.data() + q * l.ldb() : b.data() + q;
+    kernels::cpu::sgemm_avx512(l.ta, l.tb, l.M - r, l.N - q, l.K, 1.0f, a_rows2, l.lda(), b_cols2,
+                               l.ldb(), 0.0f, pieces.data() + r * l.ldc() + q, l.ldc());
+    CAPTURE(l.ta, l.tb);
+    int64_t differ = 0;
+    for (size_t i = 0; i < whole.size(); ++i) differ += whole[i] != pieces[i];
+    CHECK(differ == 0);
+  }
+}
