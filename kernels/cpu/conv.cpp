@@ -278,15 +278,17 @@ double row_sum(const T* v, int64_t n) {
 // Only for float32 products that ember's own GEMM kernel runs: each element of its result
 // depends only on the length of its sum (gemm_avx512.h), so an image's output and input gradient
 // are the same bits in a batch of any size (conv(x[0]) == conv(x)[0]); Eigen's blocking, used
-// for float64, changes with the product's width. (Pointwise convolutions read x in place and
-// keep one image per product too.)
+// for float64, changes with the product's width. Output planes of fewer than 4 pixels stay one
+// image per product: the GEMM gives products that narrow to Eigen (kernels/cpu/gemm.cpp), so an
+// image alone would not run in the same kernel as in a batch. (Pointwise convolutions read x in
+// place and keep one image per product too.)
 constexpr int64_t kBatchColumns = 256;
 
 template <typename T>
 int64_t images_per_gemm(const ConvGeometry& g) {
   const int64_t PQ = g.P * g.Q;
   if (!std::is_same_v<T, float> || !sgemm_avx512_available()) return 1;
-  if (is_pointwise(g) || PQ == 0 || g.N <= 1) return 1;
+  if (is_pointwise(g) || PQ < 4 || g.N <= 1) return 1;
   const int64_t wanted = std::clamp<int64_t>((kBatchColumns + PQ - 1) / PQ, 1, g.N);
   // The same number of batches, as even as they go (100 images: 10 batches of 10, not 9 of 11
   // and one of 1), so that threads taking whole batches finish together.

@@ -140,7 +140,12 @@ void gemm_typed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T a
   const bool own = use_own_kernel<T>(trans_b, M, N);
   const bool by_rows = M >= N;  // cut the longer side of C
   const int64_t side = by_rows ? M : N;
-  if (M * N * std::max<int64_t>(K, 1) < kParallelMacs || side <= kPanel) {
+  // The own kernel's results do not depend on how C is cut (each sum's order depends only on K),
+  // so where the panels would run one after another anyway — inside another parallel loop (the
+  // convolutions' image loop) or on one thread — it takes the whole product in one call, and
+  // packs a transposed B once instead of once per panel.
+  const bool serial = in_parallel_region() || this_thread_serial() || num_threads() == 1;
+  if (M * N * std::max<int64_t>(K, 1) < kParallelMacs || side <= kPanel || (own && serial)) {
     gemm_panel(own, trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
