@@ -345,7 +345,8 @@ TEST_CASE("conv2d: an image gives the same bits alone as inside a batch", "[conv
   // GEMM kernel's sums depend only on their length, so each image's output and input gradient
   // must not depend on its neighbours. (float64, one image per GEMM, is covered by
   // test_nn_conv.cpp's "one image gives the first row of the batch".)
-  const Geometry g{"batch 23 of 5x5 outputs", {23, 4, 7, 7}, {6, 4, 3, 3}, true, opts({1, 1}, {0, 0})};
+  const Geometry g{"batch 23 of 5x5 outputs", {23, 4, 7, 7}, {6, 4, 3, 3}, true,
+                   opts({1, 1}, {0, 0})};
   const Tensor x = uniform(g.x, 990, kFloat32), w = uniform(g.w, 991, kFloat32);
   const Tensor b = uniform({g.w[0]}, 992, kFloat32), gy = uniform(out_shape(g), 993, kFloat32);
   const std::vector<Tensor> batch = run_conv(g, x, w, b, gy, kFloat32);

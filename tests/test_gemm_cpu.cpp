@@ -79,7 +79,9 @@ bool check_product(const Layout& l, float alpha, float beta, Gemm run, std::mt19
     for (int64_t j = l.N; j < l.ldc(); ++j) c[i * l.ldc() + j] = sentinel;
     // beta == 0: C is not read, so NaN in it must not reach the result (BLAS's rule).
     if (beta == 0.0f) {
-      for (int64_t j = 0; j < l.N; ++j) c[i * l.ldc() + j] = std::numeric_limits<float>::quiet_NaN();
+      for (int64_t j = 0; j < l.N; ++j) {
+        c[i * l.ldc() + j] = std::numeric_limits<float>::quiet_NaN();
+      }
     }
   }
   const std::vector<float> c0 = c;

@@ -120,11 +120,11 @@ OutputRange valid_outputs(int64_t size, int64_t stride, int64_t out, int64_t off
 // copy loop (or std::copy) becomes one memmove call per row, which cost more than the copying
 // (4.5% of a one-thread step, next to 3.4% for im2col itself). A plain add loop is vectorized
 // only behind a run-time check that the pointers do not overlap, with its last few elements
-// one at a time, and with the stride a run-time value (as col2im had it) not at all. So a row goes in blocks of
-// fixed size: 16 elements at a time, then at most one block each of 8, 4, 2 and 1. Each block
-// loads all its inputs before it stores anything, which tells the compiler that `out`
-// overlapping `in` cannot change the result, and with a constant trip count it becomes a few
-// vector instructions, with no library call and no check.
+// one at a time, and with the stride a run-time value (as col2im had it) not at all. So a row
+// goes in blocks of fixed size: 16 elements at a time, then at most one block each of 8, 4, 2
+// and 1. Each block loads all its inputs before it stores anything, which tells the compiler
+// that `out` overlapping `in` cannot change the result, and with a constant trip count it
+// becomes a few vector instructions, with no library call and no check.
 // Every element gets exactly op(out[i], in[i]), so the results are the plain loop's, bit for
 // bit. (One thing IEEE 754 leaves open may differ: where an addition meets two NaNs, which of
 // the two comes out, sign and payload. Which elements are NaN does not change.)

@@ -1,7 +1,7 @@
-// CPU GEMM: ember's own AVX-512 kernel for float32 where it is faster (kernels/cpu/gemm_avx512.cpp),
-// Eigen for the rest — float64, CPUs without AVX-512, and the float32 shapes listed at
-// use_own_kernel below. The Eigen path works with no copies: every operand is an Eigen::Map over
-// ember's memory.
+// CPU GEMM: ember's own AVX-512 kernel for float32 where it is faster
+// (kernels/cpu/gemm_avx512.cpp), Eigen for the rest — float64, CPUs without AVX-512, and the
+// float32 shapes listed at use_own_kernel below. The Eigen path works with no copies: every
+// operand is an Eigen::Map over ember's memory.
 //
 // How row-major data maps to Eigen's layouts
 // ------------------------------------------
@@ -26,13 +26,14 @@
 // Threads
 // -------
 // Eigen is built without OpenMP and the own kernel is single-threaded, so each call below runs on
-// one thread. A large product is
-// cut here into panels of C — kPanel rows, or kPanel columns when C is wider than tall — and the
-// panels run on ember's thread pool (kernels/cpu/parallel.h) like any other loop: on a busy
-// machine a descheduled thread holds up one panel, not the product. Whether and how a product
-// is cut depends only on its sizes, never on the thread count, and each element of C is computed
-// by one call (Eigen's, whose blocking depends only on its panel's sizes, or the own kernel's,
-// whose sum order depends only on K); so C is bit-identical for 1 thread or 64.
+// one thread. A large product is cut here into panels of C — kPanel rows, or kPanel columns when
+// C is wider than tall — and the panels run on ember's thread pool (kernels/cpu/parallel.h) like
+// any other loop: on a busy machine a descheduled thread holds up one panel, not the product.
+// C is bit-identical for 1 thread or 64: for Eigen, whether and how a product is cut depends only
+// on its sizes, never on the thread count, and each element of C is computed by one Eigen call
+// whose blocking depends only on its panel's sizes; the own kernel's sums depend only on K, so
+// how its products are cut does not matter at all (where the panels would run one after another
+// anyway, it takes the product whole).
 #include "kernels/cpu/gemm.h"
 
 #include <algorithm>

@@ -189,8 +189,11 @@ void tile_rows(int rows, int64_t klen, const float* a, int64_t a_k, int64_t a_i,
                int64_t b_k, __mmask16 m0, __mmask16 m1, float* c, int64_t ldc, float alpha,
                float beta, bool first) {
   switch (rows) {
-#define EMBER_TILE(n) \
-  case n: tile<n, NV, A_ROWS_CONTIGUOUS>(klen, a, a_k, a_i, b, b_k, m0, m1, c, ldc, alpha, beta, first); break;
+#define EMBER_TILE(n)                                                                       \
+  case n:                                                                                   \
+    tile<n, NV, A_ROWS_CONTIGUOUS>(klen, a, a_k, a_i, b, b_k, m0, m1, c, ldc, alpha, beta, \
+                                   first);                                                  \
+    break;
     EMBER_TILE(1) EMBER_TILE(2) EMBER_TILE(3) EMBER_TILE(4) EMBER_TILE(5) EMBER_TILE(6)
     EMBER_TILE(7) EMBER_TILE(8) EMBER_TILE(9) EMBER_TILE(10) EMBER_TILE(11) EMBER_TILE(12)
 #undef EMBER_TILE
@@ -204,10 +207,12 @@ void run_tile(int64_t rows, int64_t cols, int64_t klen, const float* a, int64_t 
   const int r = static_cast<int>(rows);
   const __mmask16 m0 = first_lanes(cols), m1 = first_lanes(cols - 16);
   if (a_i == 1) {
-    if (cols > 16) tile_rows<2, true>(r, klen, a, a_k, a_i, b, b_k, m0, m1, c, ldc, alpha, beta, first);
+    if (cols > 16) tile_rows<2, true>(r, klen, a, a_k, a_i, b, b_k, m0, m1, c, ldc, alpha, beta,
+                                      first);
     else tile_rows<1, true>(r, klen, a, a_k, a_i, b, b_k, m0, 0, c, ldc, alpha, beta, first);
   } else {
-    if (cols > 16) tile_rows<2, false>(r, klen, a, a_k, a_i, b, b_k, m0, m1, c, ldc, alpha, beta, first);
+    if (cols > 16) tile_rows<2, false>(r, klen, a, a_k, a_i, b, b_k, m0, m1, c, ldc, alpha, beta,
+                                       first);
     else tile_rows<1, false>(r, klen, a, a_k, a_i, b, b_k, m0, 0, c, ldc, alpha, beta, first);
   }
 }
@@ -264,8 +269,8 @@ void sgemm_avx512(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
         for (int64_t jr = 0; jr < nlen; jr += kNr) {
           const int64_t cols = std::min(kNr, nlen - jr);
           const float* b_tile = trans_b ? b_blk + (jr / kNr) * b_panel : b_blk + jr;
-          run_tile(rows, cols, klen, a_blk, a_k, a_i, b_tile, b_k, c + ir * ldc + jc + jr, ldc, alpha,
-                   beta, first);
+          run_tile(rows, cols, klen, a_blk, a_k, a_i, b_tile, b_k, c + ir * ldc + jc + jr, ldc,
+                   alpha, beta, first);
         }
       }
     }
