@@ -83,7 +83,8 @@ std::unique_ptr<T[]> scratch(int64_t n) {
   return std::unique_ptr<T[]>(new T[static_cast<size_t>(std::max<int64_t>(n, 1))]);
 }
 
-// This thread's scratch buffer number Slot (0: col or dcol; 1: a batch's output or dy) of at
+// This thread's scratch buffer number Slot (0: col or dcol; 1: a batch's output or dy; 2: the
+// forward's transposed filters) of at
 // least n elements, kept between calls: a conv layer runs the same sizes every step, and a fresh
 // buffer of megabytes per task would go back to the OS each time and page-fault in again. Grows
 // only; one buffer per thread, slot and element type.
@@ -227,21 +228,14 @@ void col2im_add(const ConvGeometry& g, const T* dcol, int64_t ld, T* dx) {
   }
 }
 
-// w [K, CRS] -> wT [CRS, K], once per forward call, into the calling thread's buffer (kept
-// between calls like the col buffers). The forward GEMM then reads the filter bank as
+// w [K, CRS] -> wT [CRS, K], once per forward call, into the calling thread's buffer slot 2
+// (kept between calls like the col buffers). The forward GEMM then reads the filter bank as
 // op(A) = wT^T: the 12 filters a register tile of the CPU GEMM kernel needs at each step of the
 // sum lie side by side, which it reads a little faster than 12 rows of w.
 template <typename T>
 const T* transposed_weights(const ConvGeometry& g, const T* w) {
   const int64_t CRS = g.C * g.R * g.S;
-  thread_local std::unique_ptr<T[]> buf;
-  thread_local int64_t capacity = 0;
-  if (g.K * CRS > capacity) {
-    buf.reset();
-    buf = scratch<T>(g.K * CRS);
-    capacity = g.K * CRS;
-  }
-  T* wT = buf.get();
+  T* wT = thread_buffer<2, T>(g.K * CRS);
   // Row i of wT gathers column i of w; neighbouring i read the same cache lines of w.
   parallel_for(0, CRS, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(g.K, 1)),
                [&](int64_t i0, int64_t i1) {

@@ -116,11 +116,10 @@ void transpose16(__m512 r[16]) {
 }
 
 // Copies the block src (rows rows x klen columns, row stride ld, rows <= 16) transposed into
-// dst: dst[k * dst_stride + i] = src[i * ld + k], for i < rows; columns i in [rows, width) of dst
-// are set to 0 (width <= 16: the padding of an edge tile).
+// dst: dst[k * dst_stride + i] = src[i * ld + k] for i < rows, and 0 for i in [rows, 16) (the
+// padding of an edge tile).
 void pack_transposed(const float* src, int64_t ld, int64_t rows, int64_t klen, float* dst,
-                     int64_t dst_stride, int64_t width) {
-  const __mmask16 out_mask = first_lanes(width);
+                     int64_t dst_stride) {
   int64_t k = 0;
   for (; k + 16 <= klen; k += 16) {
     __m512 r[16];
@@ -128,11 +127,11 @@ void pack_transposed(const float* src, int64_t ld, int64_t rows, int64_t klen, f
       r[i] = i < rows ? _mm512_loadu_ps(src + i * ld + k) : _mm512_setzero_ps();
     }
     transpose16(r);
-    for (int j = 0; j < 16; ++j) _mm512_mask_storeu_ps(dst + (k + j) * dst_stride, out_mask, r[j]);
+    for (int j = 0; j < 16; ++j) _mm512_storeu_ps(dst + (k + j) * dst_stride, r[j]);
   }
   for (; k < klen; ++k) {  // the last klen % 16 columns one at a time
     float* d = dst + k * dst_stride;
-    for (int64_t i = 0; i < width; ++i) d[i] = i < rows ? src[i * ld + k] : 0.0f;
+    for (int64_t i = 0; i < 16; ++i) d[i] = i < rows ? src[i * ld + k] : 0.0f;
   }
 }
 
@@ -238,22 +237,21 @@ void sgemm_avx512(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
       // op(B)'s block [pc, pc+klen) x [jc, jc+nlen): in place when B is [K, N]; else packed as
       // nlen/32 panels of [klen, 32], panel p at b_blk + p * klen * 32.
       const float* b_blk;
-      int64_t b_k, b_panel;
+      int64_t b_k, b_panel = 0;  // b_panel: only for a packed B
       if (!trans_b) {
         b_blk = b + pc * ldb + jc;
         b_k = ldb;
-        b_panel = kNr;
       } else {
         float* packed = buffers.b.get();
         for (int64_t jr = 0; jr < nlen; jr += kNr) {
           const int64_t cols = std::min(kNr, nlen - jr);
           const float* src = b + (jc + jr) * ldb + pc;  // rows of B are columns of op(B)
           float* dst = packed + jr * klen;
-          pack_transposed(src, ldb, std::min<int64_t>(cols, 16), klen, dst, kNr, 16);
+          pack_transposed(src, ldb, std::min<int64_t>(cols, 16), klen, dst, kNr);
           if (cols > 16) {
-            pack_transposed(src + 16 * ldb, ldb, cols - 16, klen, dst + 16, kNr, 16);
+            pack_transposed(src + 16 * ldb, ldb, cols - 16, klen, dst + 16, kNr);
           } else {
-            pack_transposed(src, ldb, 0, klen, dst + 16, kNr, 16);  // zeros only
+            pack_transposed(src, ldb, 0, klen, dst + 16, kNr);  // zeros only
           }
         }
         b_blk = packed;
