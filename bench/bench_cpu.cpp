@@ -14,10 +14,12 @@
 // products of its first layer written the way the backward writes them, with transposed views:
 //   dX = dY @ W^T   [64,512] @ [512,784]   (W is stored [784,512]; W^T is a view)
 //   dW = X^T @ dY   [784,64] @ [64,512]    (X is stored [64,784]; X^T is a view)
-// the products of the cats-vs-dogs CNN's two large convolutions as kernels/cpu/conv.cpp calls
-// them (conv2: 32->64 channels, 5x5, a 19x19 output, one image per product; conv3: 64->128, a
-// 5x5 output, 10 images side by side per product): forward W @ col (W passed as the transpose
-// of a stored W^T), input gradient W^T @ dY, weight gradient computed transposed, col @ dY^T;
+// the products of the cats-vs-dogs CNN's two large convolutions as kernels/cpu/conv.cpp's im2col
+// path calls them (conv2: 32->64 channels, 5x5, a 19x19 output, one image per product; conv3:
+// 64->128, a 5x5 output, 10 images side by side per product): forward W @ col (W passed as the
+// transpose of a stored W^T), input gradient W^T @ dY, weight gradient computed transposed,
+// col @ dY^T (float32 on an AVX-512 CPU now runs these two layers as an implicit GEMM instead,
+// whose products read rows in place and are not matmul calls: table 3 times the calls);
 // and the squares 512 and 1024, where the GEMM itself dominates. Goal: within 10% of Eigen.
 //
 // Table 2, dispatch overhead: microseconds per call of an op on 1 or 8 elements, where the
@@ -34,7 +36,12 @@
 // busy with other work the numbers mean little. bench/pytorch/bench_cpu.py prints the same rows
 // for PyTorch; bench/RESULTS.md holds measured tables and how to read them.
 //
-// Usage: bench_cpu [--threads N] [--json FILE] [--quick] [--only matmul|dispatch]
+// Table 3, convolution: ms per call of the CPU convolution kernels (kernels/cpu/conv.h) on the
+// cats-vs-dogs CNN's three layers at batch 100, forward and backward (both gradients in one
+// call), with the GFLOP/s of the two together. No goal of its own: it is where the CNN's
+// training step spends most of its time (bench/RESULTS.md, "Implicit-GEMM convolution").
+//
+// Usage: bench_cpu [--threads N] [--json FILE] [--quick] [--only matmul|dispatch|conv]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -52,6 +59,8 @@
 #include <Eigen/Core>
 
 #include "core/ember.h"
+#include "kernels/conv_geometry.h"
+#include "kernels/cpu/conv.h"
 
 namespace {
 
@@ -294,6 +303,61 @@ std::vector<DispatchRow> run_dispatch_table(const Settings& s) {
   return rows;
 }
 
+// ---- table 3: convolution calls -------------------------------------------------------------
+
+struct ConvRow {
+  std::string layer;
+  double forward_ms, backward_ms, gflops;
+};
+
+// The cats-vs-dogs CNN's three convolutions at its batch of 100 (float32, 5x5, stride 1, no
+// padding), through the CPU kernels themselves: the forward, and the backward as the autograd
+// node calls it (input and weight gradients in one call; the first layer's input needs none).
+std::vector<ConvRow> run_conv_table(const Settings& s) {
+  struct Layer {
+    const char* name;
+    int64_t C, H, K;
+  };
+  const Layer layers[] = {{"conv1 1->32, 50x50", 1, 50, 32},
+                          {"conv2 32->64, 23x23", 32, 23, 64},
+                          {"conv3 64->128, 9x9", 64, 9, 128}};
+  std::printf("Table 3: convolution, float32, batch 100, ms per call (median of %d runs of "
+              "%.2f s)\n", Settings::kMeasurements, s.budget_s());
+  std::printf("  %-22s %12s %12s %12s\n", "layer", "forward", "backward", "GFLOP/s");
+  std::vector<ConvRow> rows;
+  for (const Layer& l : layers) {
+    ember::kernels::ConvGeometry g;
+    g.N = 100;
+    g.C = l.C;
+    g.H = g.W = l.H;
+    g.K = l.K;
+    g.R = g.S = 5;
+    g.P = g.Q = l.H - 4;
+    const Tensor x = ember::rand({g.N, g.C, g.H, g.W}), w = ember::rand({g.K, g.C, g.R, g.S});
+    const Tensor b = ember::rand({g.K}), dy = ember::rand({g.N, g.K, g.P, g.Q});
+    Tensor y = ember::empty({g.N, g.K, g.P, g.Q}), dx = ember::empty(x.shape());
+    Tensor dw = ember::empty(w.shape()), db = ember::empty({g.K});
+    const bool want_dx = l.C > 1;
+    const double fwd = median_seconds_per_call([&] {
+      ember::kernels::cpu::conv2d_forward(ember::kFloat32, g, x.raw_data(), w.raw_data(),
+                                          b.raw_data(), y.raw_data());
+    }, s);
+    const double bwd = median_seconds_per_call([&] {
+      ember::kernels::cpu::conv2d_backward(ember::kFloat32, g, x.raw_data(), dy.raw_data(),
+                                           w.raw_data(), want_dx ? dx.raw_data() : nullptr,
+                                           dw.raw_data(), db.raw_data());
+    }, s);
+    const double flop = 2.0 * g.N * g.K * g.P * g.Q * g.C * g.R * g.S * (want_dx ? 3 : 2);
+    const ConvRow r{l.name, fwd * 1e3, bwd * 1e3, flop / (fwd + bwd) / 1e9};
+    std::printf("  %-22s %12.2f %12.2f %12.1f\n", r.layer.c_str(), r.forward_ms, r.backward_ms,
+                r.gflops);
+    std::fflush(stdout);
+    rows.push_back(r);
+  }
+  std::printf("\n");
+  return rows;
+}
+
 // ---- the machine, and JSON ------------------------------------------------------------------
 
 std::string cpu_model() {
@@ -332,7 +396,8 @@ std::string json_string(const std::string& s) {
 }
 
 void write_json(std::ofstream& f, const Settings& s, const std::vector<MatmulRow>& mm,
-                const std::vector<DispatchRow>& dispatch, double load_before, double load_after) {
+                const std::vector<DispatchRow>& dispatch, const std::vector<ConvRow>& conv,
+                double load_before, double load_after) {
   f << "{\n  \"benchmark\": \"bench_cpu\",\n"
     << "  \"cpu\": " << json_string(cpu_model()) << ",\n"
     << "  \"logical_cores\": " << std::thread::hardware_concurrency() << ",\n"
@@ -358,6 +423,12 @@ void write_json(std::ofstream& f, const Settings& s, const std::vector<MatmulRow
       f << r.grad_us << "}";
     }
   }
+  f << "\n  ],\n  \"conv_ms\": [";
+  for (size_t i = 0; i < conv.size(); ++i) {
+    f << (i ? "," : "") << "\n    {\"layer\": " << json_string(conv[i].layer)
+      << ", \"forward\": " << conv[i].forward_ms << ", \"backward\": " << conv[i].backward_ms
+      << ", \"gflops\": " << conv[i].gflops << "}";
+  }
   f << "\n  ]\n}\n";
 }
 
@@ -372,8 +443,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--json", json_path, "also write the results to this JSON file");
   app.add_flag("--quick", s.quick, "0.05 s per measurement instead of 0.3 s (CI smoke test)");
-  app.add_option("--only", only, "run one table: matmul or dispatch (default: all)")
-      ->check(CLI::IsMember({"all", "matmul", "dispatch"}));
+  app.add_option("--only", only, "run one table: matmul, dispatch or conv (default: all)")
+      ->check(CLI::IsMember({"all", "matmul", "dispatch", "conv"}));
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -395,16 +466,18 @@ int main(int argc, char** argv) {
     ember::manual_seed(0);
     std::vector<MatmulRow> mm;
     std::vector<DispatchRow> dispatch;
+    std::vector<ConvRow> conv;
     const double load_before = load_average();
-    if (only != "dispatch") mm = run_matmul_table(s);
-    if (only != "matmul") dispatch = run_dispatch_table(s);
+    if (only == "all" || only == "matmul") mm = run_matmul_table(s);
+    if (only == "all" || only == "dispatch") dispatch = run_dispatch_table(s);
+    if (only == "all" || only == "conv") conv = run_conv_table(s);
     const double load_after = load_average();
     std::printf("load average (1 min) before/after: %.2f / %.2f on %u logical cores%s\n",
                 load_before, load_after, std::thread::hardware_concurrency(),
                 std::max(load_before, load_after) > std::thread::hardware_concurrency() + 0.5
                     ? ": the machine was shared, numbers are noisy" : "");
     if (!json_path.empty()) {
-      write_json(json, s, mm, dispatch, load_before, load_after);
+      write_json(json, s, mm, dispatch, conv, load_before, load_after);
       std::printf("results written to %s\n", json_path.c_str());
     }
   } catch (const std::exception& e) {

@@ -140,6 +140,16 @@ const std::vector<Geometry>& geometries() {
       // hold 7, 8 and 8 images.
       {"batch 23 of 5x5 outputs, several images per GEMM", {23, 4, 7, 7}, {6, 4, 3, 3}, true,
        opts({1, 1}, {0, 0})},
+      // Stride 1 with at least 64 taps per filter: float32 runs the implicit GEMM (no im2col;
+      // kernels/cpu/conv.cpp), here with uneven padding and dilation, input rows no tap reaches,
+      // and a batch wide enough for several column panels per output row.
+      {"implicit: 3x5, padding (2, 1), dilation (1, 2)", {5, 8, 11, 13}, {7, 8, 3, 5}, true,
+       opts({1, 1}, {2, 1}, {1, 2})},
+      {"implicit: dilation 3, rows no tap reaches", {3, 8, 7, 9}, {4, 8, 3, 3}, true,
+       opts({1, 1}, {0, 0}, {3, 1})},
+      {"implicit: batch 37, padding 1", {37, 16, 9, 9}, {10, 16, 3, 3}, true, opts({1, 1}, {1, 1})},
+      {"implicit: 13 filters of 16x5x5, 12x12 input", {6, 16, 12, 12}, {13, 16, 5, 5}, false,
+       opts({1, 1}, {0, 0})},
   };
   return gs;
 }
@@ -207,32 +217,51 @@ TEST_CASE("conv2d: float32 agrees with float64", "[conv2d]") {
 }
 
 TEST_CASE("conv2d: only the gradients that are needed", "[conv2d]") {
-  const Geometry g{"", {2, 3, 6, 6}, {4, 3, 3, 3}, true, opts({1, 1}, {1, 1})};
-  const Tensor x0 = uniform(g.x, 901), w0 = uniform(g.w, 902), b0 = uniform({4}, 903);
-  const Tensor gy = uniform(out_shape(g), 904);
-  const Reference ref = reference(g, x0.to_vector<double>(), w0.to_vector<double>(),
-                                  b0.to_vector<double>(), gy.to_vector<double>());
-  SECTION("a frozen weight and bias: only the input learns") {
-    Tensor x = x0.clone().requires_grad_();
-    Tensor y = conv2d(x, w0, b0, g.o);
-    REQUIRE(y.grad_fn());
-    CHECK(y.grad_fn()->name() == "Conv2dBackward");
-    y.backward(gy);
-    check_close(x.grad(), ref.dx, 1e-12, "dx");
-  }
-  SECTION("a frozen weight, a learning bias: the bias gradient without the weight's") {
-    Tensor b = b0.clone().requires_grad_();
-    conv2d(x0, w0, b, g.o).backward(gy);
-    check_close(b.grad(), ref.db, 1e-12, "db");
-  }
-  SECTION("a frozen input: weight and bias") {
-    Tensor w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
-    conv2d(x0, w, b, g.o).backward(gy);
-    check_close(w.grad(), ref.dw, 1e-12, "dw");
-    check_close(b.grad(), ref.db, 1e-12, "db");
-  }
-  SECTION("nothing requires grad: no graph") {
-    CHECK_FALSE(conv2d(x0, w0, b0, g.o).requires_grad());
+  // float64 runs im2col + GEMM; float32 with 64 taps or more runs the implicit GEMM
+  // (kernels/cpu/conv.cpp), which computes both gradients in one call when both are needed.
+  struct Config {
+    const char* label;
+    Geometry g;
+    DType dt;
+    double tol;
+  };
+  const Config configs[] = {
+      {"float64, im2col", {"", {2, 3, 6, 6}, {4, 3, 3, 3}, true, opts({1, 1}, {1, 1})}, kFloat64,
+       1e-12},
+      {"float32, 72 taps", {"", {3, 8, 7, 9}, {5, 8, 3, 3}, true, opts({1, 1}, {1, 2})}, kFloat32,
+       1e-5},
+  };
+  uint64_t seed = 900;
+  for (const Config& cfg : configs) {
+    const Geometry& g = cfg.g;
+    const Tensor x64 = uniform(g.x, ++seed), w64 = uniform(g.w, ++seed);
+    const Tensor b64 = uniform({g.w[0]}, ++seed), gy64 = uniform(out_shape(g), ++seed);
+    const Reference ref = reference(g, x64.to_vector<double>(), w64.to_vector<double>(),
+                                    b64.to_vector<double>(), gy64.to_vector<double>());
+    const Tensor x0 = x64.to(cfg.dt), w0 = w64.to(cfg.dt), b0 = b64.to(cfg.dt);
+    const Tensor gy = gy64.to(cfg.dt);
+    DYNAMIC_SECTION(cfg.label << ": a frozen weight and bias: only the input learns") {
+      Tensor x = x0.clone().requires_grad_();
+      Tensor y = conv2d(x, w0, b0, g.o);
+      REQUIRE(y.grad_fn());
+      CHECK(y.grad_fn()->name() == "Conv2dBackward");
+      y.backward(gy);
+      check_close(x.grad(), ref.dx, cfg.tol, "dx");
+    }
+    DYNAMIC_SECTION(cfg.label << ": a frozen weight, a learning bias: the bias gradient alone") {
+      Tensor b = b0.clone().requires_grad_();
+      conv2d(x0, w0, b, g.o).backward(gy);
+      check_close(b.grad(), ref.db, cfg.tol, "db");
+    }
+    DYNAMIC_SECTION(cfg.label << ": a frozen input: weight and bias") {
+      Tensor w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+      conv2d(x0, w, b, g.o).backward(gy);
+      check_close(w.grad(), ref.dw, cfg.tol, "dw");
+      check_close(b.grad(), ref.db, cfg.tol, "db");
+    }
+    DYNAMIC_SECTION(cfg.label << ": nothing requires grad: no graph") {
+      CHECK_FALSE(conv2d(x0, w0, b0, g.o).requires_grad());
+    }
   }
 }
 
@@ -345,18 +374,31 @@ TEST_CASE("conv2d: an image gives the same bits alone as inside a batch", "[conv
   // GEMM kernel's sums depend only on their length, so each image's output and input gradient
   // must not depend on its neighbours. (float64, one image per GEMM, is covered by
   // test_nn_conv.cpp's "one image gives the first row of the batch".)
-  const Geometry g{"batch 23 of 5x5 outputs", {23, 4, 7, 7}, {6, 4, 3, 3}, true,
-                   opts({1, 1}, {0, 0})};
-  const Tensor x = uniform(g.x, 990, kFloat32), w = uniform(g.w, 991, kFloat32);
-  const Tensor b = uniform({g.w[0]}, 992, kFloat32), gy = uniform(out_shape(g), 993, kFloat32);
-  const std::vector<Tensor> batch = run_conv(g, x, w, b, gy, kFloat32);
-  for (int64_t n : {0, 7, 8, 15, 22}) {  // first, last and inside batches of 8, 8, 7
-    INFO("image " << n);
-    Geometry one = g;
-    one.x[0] = 1;
-    const Tensor xn = x.slice(0, n, n + 1).contiguous(), gyn = gy.slice(0, n, n + 1).contiguous();
-    const std::vector<Tensor> alone = run_conv(one, xn, w, b, gyn, kFloat32);
-    CHECK(bitwise_equal(alone[0], batch[0].slice(0, n, n + 1)));
-    CHECK(bitwise_equal(alone[1], batch[1].slice(0, n, n + 1)));
+  // The implicit GEMM (stride 1, 64 taps or more) puts the batch inside each product's columns;
+  // its sums too must not depend on the batch.
+  const std::vector<Geometry> gs = {
+      {"batch 23 of 5x5 outputs", {23, 4, 7, 7}, {6, 4, 3, 3}, true, opts({1, 1}, {0, 0})},
+      {"implicit, batch 23", {23, 8, 6, 7}, {5, 8, 3, 3}, true, opts({1, 1}, {1, 1})},
+      {"implicit, 400 taps (two k-blocks)", {23, 16, 9, 9}, {6, 16, 5, 5}, true,
+       opts({1, 1}, {2, 2})},
+  };
+  uint64_t seed = 990;
+  for (const Geometry& g : gs) {
+    DYNAMIC_SECTION(g.label) {
+      const Tensor x = uniform(g.x, ++seed, kFloat32), w = uniform(g.w, ++seed, kFloat32);
+      const Tensor b = uniform({g.w[0]}, ++seed, kFloat32);
+      const Tensor gy = uniform(out_shape(g), ++seed, kFloat32);
+      const std::vector<Tensor> batch = run_conv(g, x, w, b, gy, kFloat32);
+      for (int64_t n : {0, 7, 8, 15, 22}) {  // first, last and inside batches of 8, 8, 7
+        INFO("image " << n);
+        Geometry one = g;
+        one.x[0] = 1;
+        const Tensor xn = x.slice(0, n, n + 1).contiguous();
+        const Tensor gyn = gy.slice(0, n, n + 1).contiguous();
+        const std::vector<Tensor> alone = run_conv(one, xn, w, b, gyn, kFloat32);
+        CHECK(bitwise_equal(alone[0], batch[0].slice(0, n, n + 1)));
+        CHECK(bitwise_equal(alone[1], batch[1].slice(0, n, n + 1)));
+      }
+    }
   }
 }

@@ -6,6 +6,8 @@
 // cut into pieces gives the same bits as the whole (what lets gemm.cpp split it across threads).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
@@ -53,6 +55,14 @@ Layout layout(int t, int64_t M, int64_t N, int64_t K) {
   l.N = N;
   l.K = K;
   return l;
+}
+
+// True (after saying so) in a build without ember's AVX-512 kernel, whose own tests then skip.
+bool no_kernel() {
+  if (kernels::cpu::sgemm_avx512_available()) return false;
+  std::cout << "SKIPPED: this build has no AVX-512 kernel (not compiled with AVX-512F; Eigen does "
+               "float32 too)\n";
+  return true;
 }
 
 using Gemm = void (*)(const Layout&, float, const float*, const float*, float, float*);
@@ -165,11 +175,7 @@ TEST_CASE("cpu gemm: wider than a 512-column block, deeper than several k-blocks
 
 TEST_CASE("sgemm_avx512: a product cut into row and column pieces gives the same bits",
           "[gemm][matmul]") {
-  if (!kernels::cpu::sgemm_avx512_available()) {
-    std::cout << "SKIPPED: this build has no AVX-512 kernel (not compiled with AVX-512F; Eigen "
-                 "does float32 too)\n";
-    return;
-  }
+  if (no_kernel()) return;
   std::mt19937 gen(3);
   for (int t = 0; t < 4; ++t) {
     const Layout l = layout(t, 53, 141, 300);
@@ -191,5 +197,98 @@ TEST_CASE("sgemm_avx512: a product cut into row and column pieces gives the same
     int64_t differ = 0;
     for (size_t i = 0; i < whole.size(); ++i) differ += whole[i] != pieces[i];
     CHECK(differ == 0);
+  }
+}
+
+TEST_CASE("sgemm_avx512_rows: operands given by row tables give the dense product's bits",
+          "[gemm][matmul][conv2d]") {
+  // kernels/cpu/conv.cpp's implicit convolution hands the kernel A or B as rows scattered
+  // through a tensor. The rows here lie in shuffled order in a larger buffer, overlapping and
+  // some before the base pointer (negative offsets); the result must be the bits of the same
+  // product on dense copies, whose sum order is the same.
+  if (no_kernel()) return;
+  std::mt19937 gen(11);
+  const std::vector<std::array<int64_t, 3>> sizes = {
+      {1, 1, 1}, {13, 33, 7}, {12, 32, 256}, {25, 47, 300}, {40, 100, 530}, {7, 530, 17}};
+  for (const auto& mnk : sizes) {
+    for (int t = 0; t < 4; ++t) {
+      const bool a_table = t & 1, tb = t & 2;
+      const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
+      // Stored B: K rows of N (no trans_b) or N rows of K (trans_b); each row `len` long.
+      const int64_t b_count = tb ? N : K, b_len = tb ? K : N;
+      const int64_t spread = 3;  // rows start at random multiples of 5 in a buffer this many
+                                 // rows long (so neighbours overlap)
+      const std::vector<float> pool_a = random_floats((M + 1) * spread * K + K, gen);
+      const std::vector<float> pool_b = random_floats((b_count + 1) * spread * b_len + b_len, gen);
+      auto table = [&](int64_t count, int64_t len, int64_t pool) {
+        std::uniform_int_distribution<int64_t> start(0, (pool - len) / 5);
+        std::vector<int64_t> rows(static_cast<size_t>(count));
+        for (int64_t& r : rows) r = 5 * start(gen) - pool / 2;  // relative to the pool's middle
+        return rows;
+      };
+      const std::vector<int64_t> a_rows = table(M, K, static_cast<int64_t>(pool_a.size()));
+      const std::vector<int64_t> b_rows =
+          table(b_count, b_len, static_cast<int64_t>(pool_b.size()));
+      const float* a_base = pool_a.data() + pool_a.size() / 2;
+      const float* b_base = pool_b.data() + pool_b.size() / 2;
+      // Dense copies: A [M, K], stored B [b_count, b_len].
+      std::vector<float> a_dense(static_cast<size_t>(M * K));
+      std::vector<float> b_dense(static_cast<size_t>(b_count * b_len));
+      for (int64_t i = 0; i < M; ++i)
+        std::copy(a_base + a_rows[i], a_base + a_rows[i] + K, a_dense.begin() + i * K);
+      for (int64_t r = 0; r < b_count; ++r)
+        std::copy(b_base + b_rows[r], b_base + b_rows[r] + b_len, b_dense.begin() + r * b_len);
+      const std::vector<float> c0 = random_floats(M * N, gen);
+      for (float beta : {0.0f, 1.0f}) {
+        std::vector<float> want = c0, got = c0;
+        kernels::cpu::sgemm_avx512(false, tb, M, N, K, 0.5f, a_dense.data(), K, b_dense.data(),
+                                   b_len, beta, want.data(), N);
+        kernels::cpu::sgemm_avx512_rows(false, tb, M, N, K, 0.5f,
+                                        a_table ? a_base : a_dense.data(), K,
+                                        a_table ? a_rows.data() : nullptr, b_base, 0,
+                                        b_rows.data(), beta, got.data(), N);
+        CAPTURE(M, N, K, a_table, tb, beta);
+        int64_t differ = 0;
+        for (size_t i = 0; i < want.size(); ++i) differ += want[i] != got[i];
+        CHECK(differ == 0);
+      }
+    }
+  }
+  CHECK_THROWS_WITH(kernels::cpu::sgemm_avx512_rows(true, false, 1, 1, 1, 1.0f, nullptr, 1,
+                                                    std::vector<int64_t>{0}.data(), nullptr, 0,
+                                                    nullptr, 0.0f, nullptr, 1),
+                    Catch::Matchers::Contains("trans_a = false"));
+}
+
+TEST_CASE("transpose_avx512: every edge of its 16 x 16 blocks, with and without an added value",
+          "[gemm][conv2d]") {
+  if (no_kernel()) return;
+  std::mt19937 gen(12);
+  for (int64_t rows : {1, 5, 16, 17, 33, 100}) {
+    for (int64_t cols : {1, 15, 16, 31, 48, 361}) {
+      const int64_t lds = cols + 3, ldd = rows + 5;
+      const std::vector<float> src = random_floats(rows * lds, gen);
+      for (bool with_add : {false, true}) {
+        const float add = 0.25f;
+        std::vector<float> dst(static_cast<size_t>(cols * ldd), -7.0f);
+        kernels::cpu::transpose_avx512(src.data(), lds, rows, cols, with_add ? &add : nullptr,
+                                       dst.data(), ldd);
+        CAPTURE(rows, cols, with_add);
+        int64_t wrong = 0, touched = 0;
+        for (int64_t j = 0; j < cols; ++j) {
+          for (int64_t i = 0; i < ldd; ++i) {
+            const float got = dst[j * ldd + i];
+            if (i >= rows) {
+              touched += got != -7.0f;  // the padding of dst's rows is never written
+              continue;
+            }
+            const float want = with_add ? src[i * lds + j] + add : src[i * lds + j];
+            wrong += got != want;
+          }
+        }
+        CHECK(wrong == 0);
+        CHECK(touched == 0);
+      }
+    }
   }
 }

@@ -27,7 +27,9 @@
 // Saved     the input (when the weight needs a gradient) and the weight (when the input does),
 //           both contiguous.
 // Kernels   CPU: kernels/cpu/conv.cpp conv2d_forward, conv2d_backward_input,
-//           conv2d_backward_weight (im2col + GEMM, images spread over threads).
+//           conv2d_backward_weight, conv2d_backward (both gradients at once): an implicit GEMM
+//           on the batch-innermost layout for float32 stride-1 filters of 64 taps or more on
+//           AVX-512, else im2col + GEMM with images spread over threads.
 //           CUDA: kernels/cuda/conv.cu, the same functions (im2col + cuBLAS or an implicit-GEMM
 //           kernel), or cuDNN (kernels/cuda/conv_cudnn.cu) after set_conv_backend(Cudnn).
 #include <atomic>
@@ -123,6 +125,18 @@ struct Conv2dBackward final : ops::Node {
     const Tensor dy = grad.contiguous();
     cuda::DeviceGuard guard(dy.device());  // a no-op on the CPU
     Tensor dx, dw, db;
+    const bool want_db = has_bias && needs_input_grad(2);
+    if (!dy.is_cuda() && needs_input_grad(0) && needs_input_grad(1)) {
+      // Both gradients in one CPU call: its implicit GEMM path lays dy out once for the two.
+      const Tensor w = weight.unpack(*this, "weight"), x = input.unpack(*this, "input");
+      dx = ops::new_output(input_shapes[0], dy);
+      dw = ops::new_output(input_shapes[1], dy);
+      if (want_db) db = ops::new_output({g.K}, dy);
+      kernels::cpu::conv2d_backward(dy.dtype(), g, x.raw_data(), dy.raw_data(), w.raw_data(),
+                                    dx.raw_data(), dw.raw_data(),
+                                    want_db ? db.raw_data() : nullptr);
+      return {dx, dw, db};
+    }
     if (needs_input_grad(0)) {
       const Tensor w = weight.unpack(*this, "weight");
       dx = ops::new_output(input_shapes[0], dy);
@@ -134,7 +148,6 @@ struct Conv2dBackward final : ops::Node {
                                             dx.raw_data());
       }
     }
-    const bool want_db = has_bias && needs_input_grad(2);
     if (needs_input_grad(1)) {
       const Tensor x = input.unpack(*this, "input");
       dw = ops::new_output(input_shapes[1], dy);

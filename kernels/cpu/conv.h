@@ -7,6 +7,9 @@
 //            dw += dy[n] @ col^T, db += sum over p, q of dy[n]   (weight and bias gradients)
 // Images are spread over threads (kernels/cpu/parallel.h); results do not depend on the
 // thread count (weight gradients are reduced in a fixed order).
+// float32 stride-1 filters of 64 taps or more on AVX-512 CPUs take another path with the same
+// contract: an implicit GEMM on a batch-innermost copy of the tensors, no im2col matrix (the
+// comment in conv.cpp).
 #pragma once
 
 #include "core/dtype.h"
@@ -22,5 +25,9 @@ void conv2d_backward_input(DType dtype, const ConvGeometry& g, const void* dy, c
 // dw (and db when not null) fully written.
 void conv2d_backward_weight(DType dtype, const ConvGeometry& g, const void* x, const void* dy,
                             void* dw, void* db);
+// Both of the above in one call (dx or dw may be null; db only with dw): the same results, but
+// the implicit GEMM path changes dy's layout once for the two.
+void conv2d_backward(DType dtype, const ConvGeometry& g, const void* x, const void* dy,
+                     const void* w, void* dx, void* dw, void* db);
 
 }  // namespace ember::kernels::cpu

@@ -84,20 +84,23 @@ void product(const OpA& A, const OpB& B, T alpha, T beta, RowMap<T>& C) {
 // time. The kernel computes 12 x 32 tiles of C, reads A in place, and must first transpose
 // ("pack") op(B) when B is stored [N, K] (gemm_avx512.cpp); Eigen packs both operands always but
 // switches to matrix-vector code for very thin products. Measured on one Zen 4 core
-// (bench/RESULTS.md, "CPU GEMM kernel and convolution layout"), Eigen stays ahead where
-//   - C has fewer than 4 columns (matrix-vector shapes: [100, 512] @ [512, 2] took 17.6 us in
-//     the kernel, 7.4 us in Eigen);
-//   - B must be packed and C has fewer than 48 rows: the packed B then serves few row tiles
-//     ([32, 2116] @ [25, 2116]^T: 57 us against 45 us; [4, 400] @ [120, 400]^T: 16.5 against
-//     9.4 us).
-// Everywhere else the kernel was as fast or faster, by 10-50% on the seed models' products.
+// (bench/RESULTS.md, "CPU GEMM kernel and convolution layout" and "Implicit-GEMM convolution"),
+// Eigen stays ahead where
+//   - C has fewer than 4 columns (matrix-vector shapes: [100, 512] @ [512, 2] took 17.0 us in
+//     the kernel, 7.5 us in Eigen);
+//   - C is one row and B must be packed: the packed B then serves a single row, and packing
+//     it costs more than the product ([1, 400] @ [120, 400]^T: 7.4 us against 1.8 us).
+// Everywhere else the kernel was as fast or faster, by 10-50% on the seed models' products,
+// thin ones with a packed B included since that packing is done once per product
+// ([25, 2116] @ [32, 2116]^T, the cats-vs-dogs CNN's first weight gradient: 40 against 57 us;
+// [4, 400] @ [120, 400]^T: 10.4 against 13.1 us).
 template <typename T>
 bool use_own_kernel(bool trans_b, int64_t M, int64_t N) {
   if constexpr (!std::is_same_v<T, float>) {
     return false;
   } else {
     static const bool available = sgemm_avx512_available();
-    return available && N >= 4 && (!trans_b || M >= 48);
+    return available && N >= 4 && (!trans_b || M >= 2);
   }
 }
 

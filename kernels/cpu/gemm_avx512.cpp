@@ -5,7 +5,8 @@
 // at 80-87 GFLOP/s on one Zen 4 core whose FMA units peak at about 117; the kernel below runs
 // them at 89-108 (bench/RESULTS.md, "CPU GEMM kernel and convolution layout"). It is the CPU twin
 // of the lesson in bench/gemm/ (siboehm's SGEMM ladder on the GPU): keep a tile of C in registers
-// and stream the operands past it.
+// and stream the operands past it. sgemm_avx512_rows (the same kernel, operands given as tables
+// of row starts) lets kernels/cpu/conv.cpp multiply rows scattered through a tensor in place.
 //
 // The micro-kernel
 // ----------------
@@ -37,6 +38,10 @@
 // ("packed") first: 32 rows of B transposed into [kc, 32], once per k-block and reused across all
 // of M, through 16 x 16 register transposes. So a product whose transposed operand is the
 // smaller one should put it second (kernels/cpu/conv.cpp's weight gradient does).
+// Nothing here needs A's rows, or the stored B's rows, to be evenly spaced: each is read from
+// its own start, so either may instead be given as a table of row starts (A(i, k) at
+// a[a_rows[i] + k], B's row r at b + b_rows[r]). That is sgemm_avx512_rows, and it is how
+// conv.cpp's implicit GEMM reads the shifted rows of an image as a matrix without copying them.
 //
 // Cache blocking: the sum over k is cut into blocks of kKc = 256 (a 12 x 256 block of A is 12 KiB,
 // which stays in the 32-KiB L1 cache while the kernel walks across N), and N into blocks of kNc =
@@ -60,6 +65,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <type_traits>
 
 #include "core/error.h"
 
@@ -86,7 +92,7 @@ __mmask16 first_lanes(int64_t n) {
 // Transposes the 16 x 16 block r (r[i] = row i) in registers: afterwards r[j] holds column j.
 // Three rounds of shuffles, each pairing elements at twice the distance of the round before:
 // single floats within 128-bit lanes, then float pairs, then 128-bit lanes across registers.
-void transpose16(__m512 r[16]) {
+inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
   __m512 t[16];
   for (int i = 0; i < 16; i += 2) {
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);      // per lane: r_i[0] r_i+1[0] r_i[1] r_i+1[1]
@@ -115,36 +121,65 @@ void transpose16(__m512 r[16]) {
   for (int i = 0; i < 16; ++i) r[i] = t[i];
 }
 
-// Copies the block src (rows rows x klen columns, row stride ld, rows <= 16) transposed into
-// dst: dst[k * dst_stride + i] = src[i * ld + k] for i < rows, and 0 for i in [rows, 16) (the
-// padding of an edge tile).
-void pack_transposed(const float* src, int64_t ld, int64_t rows, int64_t klen, float* dst,
+// Copies the block of `rows` (<= 16) rows x klen columns whose row i starts at src[i] transposed
+// into dst: dst[k * dst_stride + i] = src[i][k] for i < rows, and 0 for i in [rows, 16) (the
+// padding of an edge tile). The rows may lie anywhere (see BRows).
+void pack_transposed(const float* const* src, int64_t rows, int64_t klen, float* dst,
                      int64_t dst_stride) {
   int64_t k = 0;
   for (; k + 16 <= klen; k += 16) {
     __m512 r[16];
     for (int i = 0; i < 16; ++i) {
-      r[i] = i < rows ? _mm512_loadu_ps(src + i * ld + k) : _mm512_setzero_ps();
+      r[i] = i < rows ? _mm512_loadu_ps(src[i] + k) : _mm512_setzero_ps();
     }
     transpose16(r);
     for (int j = 0; j < 16; ++j) _mm512_storeu_ps(dst + (k + j) * dst_stride, r[j]);
   }
   for (; k < klen; ++k) {  // the last klen % 16 columns one at a time
     float* d = dst + k * dst_stride;
-    for (int64_t i = 0; i < 16; ++i) d[i] = i < rows ? src[i * ld + k] : 0.0f;
+    for (int64_t i = 0; i < 16; ++i) d[i] = i < rows ? src[i][k] : 0.0f;
+  }
+}
+
+// dst[j * ldd + i] = src[i * lds + j] (+ *add) for i < rows, j < cols: 16 x 16 blocks through
+// transpose16, the edges masked. The blocks go along 16 of dst's rows at a time, so each of its
+// rows is written front to back (in conv.cpp they are often far apart, one per image).
+void transpose_blocks(const float* src, int64_t lds, int64_t rows, int64_t cols, const float* add,
+                      float* dst, int64_t ldd) {
+  const __m512 va = _mm512_set1_ps(add ? *add : 0.0f);
+  for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+    const int64_t nj = std::min<int64_t>(16, cols - j0);
+    const __mmask16 mj = first_lanes(nj);
+    for (int64_t i0 = 0; i0 < rows; i0 += 16) {
+      const int64_t ni = std::min<int64_t>(16, rows - i0);
+      const __mmask16 mi = first_lanes(ni);
+      __m512 r[16];
+      for (int64_t i = 0; i < 16; ++i) {
+        r[i] = i < ni ? _mm512_maskz_loadu_ps(mj, src + (i0 + i) * lds + j0) : _mm512_setzero_ps();
+        if (add) r[i] = _mm512_add_ps(r[i], va);
+      }
+      transpose16(r);
+      for (int64_t j = 0; j < nj; ++j) _mm512_mask_storeu_ps(dst + (j0 + j) * ldd + i0, mi, r[j]);
+    }
   }
 }
 
 // The register tile: C[0..ROWS, 0..16*NV) (+)= alpha * sum_k A(i, k) * B(k, j), with
 //   A(i, k) = a[k * a_k + i * a_i]   (read in place, see "Feeding it")
+//           = a_row[i][k]            (A_MODE kARowTable: rows that lie anywhere)
 //   B(k, j) = b[k * b_k + j]         (b_k = kNr for a packed block, ldb for B read in place)
+//           = b[b_row[k] + j]        (B_ROWS: B read in place from rows that lie anywhere)
 // Lanes outside mask0 / mask1 (the second vector) are neither read nor written.
 // first: this is the first k-block, so C = alpha * acc + beta * C (C not read when beta == 0);
 // otherwise C += alpha * acc.
-template <int ROWS, int NV, bool A_ROWS_CONTIGUOUS>
-void tile(int64_t klen, const float* a, int64_t a_k, int64_t a_i, const float* b, int64_t b_k,
-          __mmask16 mask0, __mmask16 mask1, float* c, int64_t ldc, float alpha, float beta,
-          bool first) {
+// How the tile finds A(i, k): a_i == 1 (A^T stored [K, M]) is its own instance, because with
+// constant offsets ak[0..11] the compiler needs no register per row; a row table is the third.
+enum AMode { kAStrided, kAContiguousRows, kARowTable };
+
+template <int ROWS, int NV, int A_MODE, bool B_ROWS>
+void tile(int64_t klen, const float* a, int64_t a_k, int64_t a_i, const float* const* a_row,
+          const float* b, int64_t b_k, const int64_t* b_row, __mmask16 mask0, __mmask16 mask1,
+          float* c, int64_t ldc, float alpha, float beta, bool first) {
   __m512 acc[ROWS][NV];
 #pragma GCC unroll 12
   for (int i = 0; i < ROWS; ++i) {
@@ -152,15 +187,17 @@ void tile(int64_t klen, const float* a, int64_t a_k, int64_t a_i, const float* b
     for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
   }
   for (int64_t k = 0; k < klen; ++k) {
+    const float* bk = B_ROWS ? b + b_row[k] : b + k * b_k;
     __m512 bv[NV];
-    bv[0] = _mm512_maskz_loadu_ps(mask0, b + k * b_k);
-    if constexpr (NV == 2) bv[1] = _mm512_maskz_loadu_ps(mask1, b + k * b_k + 16);
+    bv[0] = _mm512_maskz_loadu_ps(mask0, bk);
+    if constexpr (NV == 2) bv[1] = _mm512_maskz_loadu_ps(mask1, bk + 16);
     const float* ak = a + k * a_k;
 #pragma GCC unroll 12
     for (int i = 0; i < ROWS; ++i) {
-      // a_i == 1 (A^T stored [K, M]) is its own instance: with constant offsets ak[0..11] the
-      // compiler needs no register per row.
-      const __m512 ai = _mm512_set1_ps(A_ROWS_CONTIGUOUS ? ak[i] : ak[i * a_i]);
+      const float av = A_MODE == kAContiguousRows ? ak[i]
+                       : A_MODE == kARowTable     ? a_row[i][k]
+                                                  : ak[i * a_i];
+      const __m512 ai = _mm512_set1_ps(av);
 #pragma GCC unroll 2
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
     }
@@ -183,15 +220,16 @@ void tile(int64_t klen, const float* a, int64_t a_k, int64_t a_i, const float* b
 }
 
 // One tile of `rows` (1..12) rows and `cols` (1..32) columns: picks the instance.
-template <int NV, bool A_ROWS_CONTIGUOUS>
-void tile_rows(int rows, int64_t klen, const float* a, int64_t a_k, int64_t a_i, const float* b,
-               int64_t b_k, __mmask16 m0, __mmask16 m1, float* c, int64_t ldc, float alpha,
-               float beta, bool first) {
+template <int NV, int A_MODE, bool B_ROWS>
+void tile_rows(int rows, int64_t klen, const float* a, int64_t a_k, int64_t a_i,
+               const float* const* a_row, const float* b, int64_t b_k, const int64_t* b_row,
+               __mmask16 m0, __mmask16 m1, float* c, int64_t ldc, float alpha, float beta,
+               bool first) {
   switch (rows) {
-#define EMBER_TILE(n)                                                                       \
-  case n:                                                                                   \
-    tile<n, NV, A_ROWS_CONTIGUOUS>(klen, a, a_k, a_i, b, b_k, m0, m1, c, ldc, alpha, beta, \
-                                   first);                                                  \
+#define EMBER_TILE(n)                                                                           \
+  case n:                                                                                       \
+    tile<n, NV, A_MODE, B_ROWS>(klen, a, a_k, a_i, a_row, b, b_k, b_row, m0, m1, c, ldc, alpha, \
+                                beta, first);                                                   \
     break;
     EMBER_TILE(1) EMBER_TILE(2) EMBER_TILE(3) EMBER_TILE(4) EMBER_TILE(5) EMBER_TILE(6)
     EMBER_TILE(7) EMBER_TILE(8) EMBER_TILE(9) EMBER_TILE(10) EMBER_TILE(11) EMBER_TILE(12)
@@ -200,19 +238,28 @@ void tile_rows(int rows, int64_t klen, const float* a, int64_t a_k, int64_t a_i,
   }
 }
 
+// One tile of `rows` x `cols`: picks the instance (a_row given: A from the row table).
+template <bool B_ROWS>
 void run_tile(int64_t rows, int64_t cols, int64_t klen, const float* a, int64_t a_k, int64_t a_i,
-              const float* b, int64_t b_k, float* c, int64_t ldc, float alpha, float beta,
-              bool first) {
+              const float* const* a_row, const float* b, int64_t b_k, const int64_t* b_row,
+              float* c, int64_t ldc, float alpha, float beta, bool first) {
   const int r = static_cast<int>(rows);
-  const __mmask16 m0 = first_lanes(cols), m1 = first_lanes(cols - 16);
-  if (a_i == 1) {
-    if (cols > 16) tile_rows<2, true>(r, klen, a, a_k, a_i, b, b_k, m0, m1, c, ldc, alpha, beta,
-                                      first);
-    else tile_rows<1, true>(r, klen, a, a_k, a_i, b, b_k, m0, 0, c, ldc, alpha, beta, first);
+  const __mmask16 m0 = first_lanes(cols), m1 = cols > 16 ? first_lanes(cols - 16) : 0;
+  const auto go = [&](auto nv, auto mode) {
+    tile_rows<decltype(nv)::value, decltype(mode)::value, B_ROWS>(
+        r, klen, a, a_k, a_i, a_row, b, b_k, b_row, m0, m1, c, ldc, alpha, beta, first);
+  };
+  using One = std::integral_constant<int, 1>;
+  using Two = std::integral_constant<int, 2>;
+  if (a_row) {
+    if (cols > 16) go(Two{}, std::integral_constant<int, kARowTable>{});
+    else go(One{}, std::integral_constant<int, kARowTable>{});
+  } else if (a_i == 1) {
+    if (cols > 16) go(Two{}, std::integral_constant<int, kAContiguousRows>{});
+    else go(One{}, std::integral_constant<int, kAContiguousRows>{});
   } else {
-    if (cols > 16) tile_rows<2, false>(r, klen, a, a_k, a_i, b, b_k, m0, m1, c, ldc, alpha, beta,
-                                       first);
-    else tile_rows<1, false>(r, klen, a, a_k, a_i, b, b_k, m0, 0, c, ldc, alpha, beta, first);
+    if (cols > 16) go(Two{}, std::integral_constant<int, kAStrided>{});
+    else go(One{}, std::integral_constant<int, kAStrided>{});
   }
 }
 
@@ -221,13 +268,19 @@ struct PackBuffers {
   std::unique_ptr<float[]> b{new float[kKc * kNc]};
 };
 
-}  // namespace
+// The stored B: row r (a row of op(B) without trans_b, a column of it with) starts at
+// b + rows[r] when `rows` is given, else at b + r * ldb.
+struct BRows {
+  const float* b;
+  int64_t ldb;
+  const int64_t* rows;
+  const float* row(int64_t r) const { return rows ? b + rows[r] : b + r * ldb; }
+};
 
-bool sgemm_avx512_available() { return true; }
-
-void sgemm_avx512(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                  int64_t ldc) {
+// A(i, k) at a[a_rows[i] + k] when a_rows is given (no trans_a), else as sgemm_avx512.
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+           const float* a, int64_t lda, const int64_t* a_rows, const BRows& B, float beta,
+           float* c, int64_t ldc) {
   thread_local PackBuffers buffers;
   for (int64_t jc = 0; jc < N; jc += kNc) {
     const int64_t nlen = std::min(kNc, N - jc);
@@ -237,22 +290,26 @@ void sgemm_avx512(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
       // op(B)'s block [pc, pc+klen) x [jc, jc+nlen): in place when B is [K, N]; else packed as
       // nlen/32 panels of [klen, 32], panel p at b_blk + p * klen * 32.
       const float* b_blk;
-      int64_t b_k, b_panel = 0;  // b_panel: only for a packed B
+      const int64_t* b_row = nullptr;  // in place from rows anywhere: row k at b_blk + b_row[k]
+      int64_t b_k = 0, b_panel = 0;    // b_panel: only for a packed B
       if (!trans_b) {
-        b_blk = b + pc * ldb + jc;
-        b_k = ldb;
+        if (B.rows) {
+          b_blk = B.b + jc;
+          b_row = B.rows + pc;
+        } else {
+          b_blk = B.b + pc * B.ldb + jc;
+          b_k = B.ldb;
+        }
       } else {
         float* packed = buffers.b.get();
         for (int64_t jr = 0; jr < nlen; jr += kNr) {
           const int64_t cols = std::min(kNr, nlen - jr);
-          const float* src = b + (jc + jr) * ldb + pc;  // rows of B are columns of op(B)
+          // Rows of B are columns of op(B): the tile's 32 (two blocks of 16), from column pc on.
+          const float* src[kNr];
+          for (int64_t i = 0; i < cols; ++i) src[i] = B.row(jc + jr + i) + pc;
           float* dst = packed + jr * klen;
-          pack_transposed(src, ldb, std::min<int64_t>(cols, 16), klen, dst, kNr);
-          if (cols > 16) {
-            pack_transposed(src + 16 * ldb, ldb, cols - 16, klen, dst + 16, kNr);
-          } else {
-            pack_transposed(src, ldb, 0, klen, dst + 16, kNr);  // zeros only
-          }
+          pack_transposed(src, std::min<int64_t>(cols, 16), klen, dst, kNr);
+          pack_transposed(src + 16, std::max<int64_t>(cols - 16, 0), klen, dst + 16, kNr);
         }
         b_blk = packed;
         b_k = kNr;
@@ -264,15 +321,48 @@ void sgemm_avx512(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
         // a_blk[k * a_k + i * a_i].
         const float* a_blk = trans_a ? a + pc * lda + ir : a + ir * lda + pc;
         const int64_t a_k = trans_a ? lda : 1, a_i = trans_a ? 1 : lda;
+        const float* a_row[kMr];  // or from the row table
+        if (a_rows) {
+          for (int64_t i = 0; i < rows; ++i) a_row[i] = a + a_rows[ir + i] + pc;
+        }
         for (int64_t jr = 0; jr < nlen; jr += kNr) {
           const int64_t cols = std::min(kNr, nlen - jr);
-          const float* b_tile = trans_b ? b_blk + (jr / kNr) * b_panel : b_blk + jr;
-          run_tile(rows, cols, klen, a_blk, a_k, a_i, b_tile, b_k, c + ir * ldc + jc + jr, ldc,
-                   alpha, beta, first);
+          float* c_tile = c + ir * ldc + jc + jr;
+          if (b_row) {
+            run_tile<true>(rows, cols, klen, a_blk, a_k, a_i, a_rows ? a_row : nullptr,
+                           b_blk + jr, 0, b_row, c_tile, ldc, alpha, beta, first);
+          } else {
+            const float* b_tile = trans_b ? b_blk + (jr / kNr) * b_panel : b_blk + jr;
+            run_tile<false>(rows, cols, klen, a_blk, a_k, a_i, a_rows ? a_row : nullptr, b_tile,
+                            b_k, nullptr, c_tile, ldc, alpha, beta, first);
+          }
         }
       }
     }
   }
+}
+
+}  // namespace
+
+bool sgemm_avx512_available() { return true; }
+
+void sgemm_avx512(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                  int64_t ldc) {
+  sgemm(trans_a, trans_b, M, N, K, alpha, a, lda, nullptr, BRows{b, ldb, nullptr}, beta, c, ldc);
+}
+
+void sgemm_avx512_rows(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                       const float* a, int64_t lda, const int64_t* a_rows, const float* b,
+                       int64_t ldb, const int64_t* b_rows, float beta, float* c, int64_t ldc) {
+  EMBER_CHECK(!(a_rows && trans_a), "sgemm_avx512_rows: a row table gives the rows of A itself "
+              "(op(A) = A); pass trans_a = false with a_rows");
+  sgemm(trans_a, trans_b, M, N, K, alpha, a, lda, a_rows, BRows{b, ldb, b_rows}, beta, c, ldc);
+}
+
+void transpose_avx512(const float* src, int64_t lds, int64_t rows, int64_t cols, const float* add,
+                      float* dst, int64_t ldd) {
+  transpose_blocks(src, lds, rows, cols, add, dst, ldd);
 }
 
 #else  // no AVX-512 in this build: gemm.cpp uses Eigen for everything
@@ -284,6 +374,20 @@ void sgemm_avx512(bool, bool, int64_t, int64_t, int64_t, float, const float*, in
   EMBER_CHECK(false, "sgemm_avx512: this build of ember was compiled without AVX-512 "
               "(kernels/cpu/gemm.cpp should have used Eigen); rebuild with -DEMBER_NATIVE=ON on "
               "a CPU with AVX-512, or call kernels::cpu::gemm");
+}
+
+void transpose_avx512(const float*, int64_t, int64_t, int64_t, const float*, float*, int64_t) {
+  EMBER_CHECK(false, "transpose_avx512: this build of ember was compiled without AVX-512 "
+              "(check sgemm_avx512_available() first); rebuild with -DEMBER_NATIVE=ON on a CPU "
+              "with AVX-512");
+}
+
+void sgemm_avx512_rows(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                       const int64_t*, const float*, int64_t, const int64_t*, float, float*,
+                       int64_t) {
+  EMBER_CHECK(false, "sgemm_avx512_rows: this build of ember was compiled without AVX-512 "
+              "(check sgemm_avx512_available() first); rebuild with -DEMBER_NATIVE=ON on a CPU "
+              "with AVX-512");
 }
 
 #endif
