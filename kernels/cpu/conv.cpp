@@ -534,7 +534,7 @@ void implicit_backward_input(const ConvGeometry& g, const float* dyp, const floa
 // the memory budget, a function of the sizes only. A group's product is cut into row panels
 // only where there are too few groups to share out (each panel packs dy' again).
 constexpr int64_t kImplicitWeightGroups = 32;
-constexpr int64_t kImplicitWeightTasks = 16;
+constexpr int64_t kImplicitWeightTasks = 32;
 
 // dyp: dy' from batch_inner_grad.
 void implicit_backward_weight(const ConvGeometry& g, const float* x, const float* dyp, float* dw,
