@@ -124,43 +124,36 @@ struct Conv2dBackward final : ops::Node {
     const kernels::ConvGeometry& g = geometry;
     const Tensor dy = grad.contiguous();
     cuda::DeviceGuard guard(dy.device());  // a no-op on the CPU
-    Tensor dx, dw, db;
+    Tensor dx, dw, db, w, x;
     const bool want_db = has_bias && needs_input_grad(2);
-    if (!dy.is_cuda() && needs_input_grad(0) && needs_input_grad(1)) {
-      // Both gradients in one CPU call: its implicit GEMM path lays dy out once for the two.
-      const Tensor w = weight.unpack(*this, "weight"), x = input.unpack(*this, "input");
-      dx = ops::new_output(input_shapes[0], dy);
-      dw = ops::new_output(input_shapes[1], dy);
-      if (want_db) db = ops::new_output({g.K}, dy);
-      kernels::cpu::conv2d_backward(dy.dtype(), g, x.raw_data(), dy.raw_data(), w.raw_data(),
-                                    dx.raw_data(), dw.raw_data(),
-                                    want_db ? db.raw_data() : nullptr);
-      return {dx, dw, db};
-    }
     if (needs_input_grad(0)) {
-      const Tensor w = weight.unpack(*this, "weight");
+      w = weight.unpack(*this, "weight");
       dx = ops::new_output(input_shapes[0], dy);
-      if (dy.is_cuda()) {
-        kernels::cuda::conv2d_backward_input(dy.dtype(), g, dy.raw_data(), w.raw_data(),
-                                             dx.raw_data(), cuda_algo());
-      } else {
-        kernels::cpu::conv2d_backward_input(dy.dtype(), g, dy.raw_data(), w.raw_data(),
-                                            dx.raw_data());
-      }
     }
     if (needs_input_grad(1)) {
-      const Tensor x = input.unpack(*this, "input");
+      x = input.unpack(*this, "input");
       dw = ops::new_output(input_shapes[1], dy);
       if (want_db) db = ops::new_output({g.K}, dy);
-      void* db_ptr = want_db ? db.raw_data() : nullptr;
-      if (dy.is_cuda()) {
-        kernels::cuda::conv2d_backward_weight(dy.dtype(), g, x.raw_data(), dy.raw_data(),
-                                              dw.raw_data(), db_ptr, cuda_algo());
-      } else {
-        kernels::cpu::conv2d_backward_weight(dy.dtype(), g, x.raw_data(), dy.raw_data(),
-                                             dw.raw_data(), db_ptr);
+    }
+    void* dx_ptr = dx.defined() ? dx.raw_data() : nullptr;
+    void* dw_ptr = dw.defined() ? dw.raw_data() : nullptr;
+    void* db_ptr = db.defined() ? db.raw_data() : nullptr;
+    if (dy.is_cuda()) {
+      if (dx_ptr) {
+        kernels::cuda::conv2d_backward_input(dy.dtype(), g, dy.raw_data(), w.raw_data(), dx_ptr,
+                                             cuda_algo());
       }
-    } else if (want_db) {
+      if (dw_ptr) {
+        kernels::cuda::conv2d_backward_weight(dy.dtype(), g, x.raw_data(), dy.raw_data(), dw_ptr,
+                                              db_ptr, cuda_algo());
+      }
+    } else if (dx_ptr || dw_ptr) {
+      // One call for both gradients: its implicit GEMM path lays dy out once for the two.
+      kernels::cpu::conv2d_backward(dy.dtype(), g, x.defined() ? x.raw_data() : nullptr,
+                                    dy.raw_data(), w.defined() ? w.raw_data() : nullptr, dx_ptr,
+                                    dw_ptr, db_ptr);
+    }
+    if (want_db && !dw_ptr) {
       // Only the bias learns (a frozen weight): its gradient is a plain sum, no input needed.
       db = sum(dy.reshape({g.N, g.K, g.P * g.Q}), {0, 2});
     }

@@ -75,6 +75,14 @@ bool is_pointwise(const ConvGeometry& g) {
          g.pad_w == 0;
 }
 
+// Below about this many multiply-adds (some 40-80 microseconds here) a task is not worth
+// handing to another thread.
+constexpr int64_t kTaskMacs = int64_t(1) << 22;
+// The grain for a loop whose tasks each move `elements` elements.
+int64_t grain_for(int64_t elements) {
+  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(elements, 1));
+}
+
 // Calls f(begin, end) over disjoint ranges covering [0, tasks), from ember's threads.
 template <typename F>
 void for_each_task(int64_t tasks, const F& f) {
@@ -242,7 +250,7 @@ const T* transposed_weights(const ConvGeometry& g, const T* w) {
   const int64_t CRS = g.C * g.R * g.S;
   T* wT = thread_buffer<2, T>(g.K * CRS);
   // Row i of wT gathers column i of w; neighbouring i read the same cache lines of w.
-  parallel_for(0, CRS, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(g.K, 1)),
+  parallel_for(0, CRS, grain_for(g.K),
                [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       for (int64_t k = 0; k < g.K; ++k) wT[i * g.K + k] = w[k * CRS + i];
@@ -315,7 +323,7 @@ const T* batch_dy(const ConvGeometry& g, const T* dy, int64_t n0, int64_t count,
 // partials is summed into `row`, then scattered.
 template <typename T>
 void reduce_transposed_partials(const T* partial, int64_t groups, int64_t CRS, int64_t K, T* dw) {
-  parallel_for(0, CRS, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(K * groups, 1)),
+  parallel_for(0, CRS, grain_for(K * groups),
                [&](int64_t i0, int64_t i1) {
     std::vector<T> row(static_cast<size_t>(K));
     for (int64_t i = i0; i < i1; ++i) {
@@ -380,14 +388,6 @@ bool use_implicit(const ConvGeometry& g) {
   static const bool available = sgemm_avx512_available();
   return available && g.stride_h == 1 && g.stride_w == 1 && !is_pointwise(g) &&
          g.C * g.R * g.S >= kImplicitMinTaps && g.N > 0 && g.P > 0 && g.Q > 0;
-}
-
-// Below about this many multiply-adds (some 40-80 microseconds here) a task is not worth
-// handing to another thread.
-constexpr int64_t kTaskMacs = int64_t(1) << 22;
-// The grain for a loop whose tasks each move `elements` floats.
-int64_t grain_for(int64_t elements) {
-  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(elements, 1));
 }
 
 // x [N, C, H, W] -> x' [C, Hp, Wp, N] (Hp = H + 2*pad_h, Wp = W + 2*pad_w, zero border), in the
