@@ -369,9 +369,11 @@ def main():
                 ["--json", json_path]
             rc, last = run(cmd, os.path.join(out_dir, f"{name}.ember.log"), args.timeout)
             notes.append("ember: `" + " ".join(shlex.quote(c) for c in cmd) + "`")
-            if rc == 0 and os.path.exists(json_path):
+            # A bench that found a wrong result still writes its tables (FAIL in the cells):
+            # show them, and say that it failed.
+            if os.path.exists(json_path):
                 ember_doc = load(json_path)
-            else:
+            if rc != 0 or not ember_doc:
                 failed = True
                 notes.append(f"ember: failed (exit {rc}): {last}")
 
@@ -392,9 +394,9 @@ def main():
             rc, last = run(cmd, os.path.join(out_dir, f"{name}.pytorch.log"), args.timeout)
             shown = [os.path.relpath(c, REPO) if c == script_path else c for c in cmd]
             notes.append("PyTorch: `" + " ".join(shlex.quote(c) for c in shown) + "`")
-            if rc == 0 and os.path.exists(json_path):
+            if os.path.exists(json_path):
                 torch_doc = load(json_path)
-            else:
+            if rc != 0 or not torch_doc:
                 failed = True
                 notes.append(f"PyTorch: failed (exit {rc}): {last}")
         if ember_doc or torch_doc or notes:
