@@ -47,8 +47,19 @@
 //
 //   bench_train [--device cpu|cuda|both] [--model mnist_mlp,cifar10_cnn,cats_vs_dogs]
 //               [--threads N[,N...]] [--load] [--steps 0] [--min-time 1.0] [--repeats 3]
-//               [--warmup 5]
+//               [--warmup 5] [--cuda-graph]
 //               [--mnist-data DIR] [--cifar-data DIR] [--cats-data DIR] [--json FILE]
+//
+// CUDA graphs (--cuda-graph, CUDA rows): the same steps with the step captured once in a CUDA graph
+// (core/cuda_graph.h) after the warm-up and replayed, each batch copied into the graph's static
+// input tensors — what bench/pytorch/bench_train.py --cuda-graphs does for PyTorch. For the SGD
+// models the whole step (forward, loss, backward, SGD) is one graph; Adam's step cannot be
+// captured in ember (its bias corrections change every step), so for cats_vs_dogs the graph holds
+// forward and backward and the Adam step runs eagerly after each replay. Table 3 gives the
+// unsplit steps/s beside the eager ones, and the kernels and copies one step queues (the
+// graph's nodes: what an eager step launches one by one, the eager step's host-side label check
+// aside) against the one launch of a replay. In the emulation build an eager step's launches are
+// also counted directly.
 //
 // bench/pytorch/bench_train.py prints the same tables for PyTorch; bench/run_all.py joins them.
 #include <algorithm>
@@ -74,6 +85,9 @@
 
 #include "bench/harness.h"
 #include "core/ember.h"
+#ifdef EMBER_CUDA_EMULATED
+#include "kernels/cuda/emulator/emulator.h"
+#endif
 #include "data/data.h"
 #include "examples/common/models.h"
 #include "nn/nn.h"
@@ -375,6 +389,79 @@ Result measure(const Config& c, const TrainingSet& set, Device device, const Opt
   return r;
 }
 
+// ---- CUDA graphs -----------------------------------------------------------------------------
+
+struct GraphResult {
+  std::string fail;  // non-empty: what went wrong
+  double steps_per_s = 0;
+  int64_t nodes = 0;          // kernels and copies in the captured graph
+  int64_t eager_launches = -1;  // an eager step's launches, counted by the emulator (-1: not known)
+  bool whole_step = true;     // false: forward and backward captured, the optimizer step eager
+};
+
+// Steps/s with the step replayed from a CUDA graph: warm-up steps eagerly on static input
+// tensors, one capture, then --repeats runs of `steps` replays, each after copying the next
+// batch into the static inputs. The median run, unsplit (one synchronize per run).
+GraphResult measure_graph(const Config& c, const TrainingSet& set, Device device,
+                          const Options& o, int64_t steps) {
+  GraphResult r;
+  Trainer t = make_trainer(c.model, device, o.seed);
+  BatchSource source(set, c.batch, device, o.seed);
+  r.whole_step = c.model != "cats_vs_dogs";  // Adam: see the top of the file
+  data::Batch first = source.next();
+  Tensor static_x = first.data.clone(), static_y = first.target.clone();
+  const auto eager_step = [&] {
+    t.optimizer->zero_grad();
+    const Tensor loss = (*t.criterion)((*t.model)(static_x), static_y);
+    loss.backward();
+    t.optimizer->step();
+    return loss;
+  };
+  for (int i = 0; i < std::max(o.warmup, 3); ++i) {
+    const data::Batch b = source.next();
+    static_x.copy_(b.data, /*non_blocking=*/true);
+    static_y.copy_(b.target, /*non_blocking=*/true);
+    (void)eager_step();
+  }
+#ifdef EMBER_CUDA_EMULATED
+  {
+    cuda::synchronize();
+    const emu::Stats before = emu::stats();
+    (void)eager_step();
+    r.eager_launches = emu::stats().submissions - before.submissions;
+  }
+#endif
+  cuda::CUDAGraph graph;
+  Tensor static_loss;
+  t.optimizer->zero_grad();
+  cuda::capture(graph, [&] {
+    static_loss = (*t.criterion)((*t.model)(static_x), static_y);
+    static_loss.backward();
+    if (r.whole_step) t.optimizer->step();
+  });
+  r.nodes = graph.num_nodes();
+  const auto run = [&](int64_t n) {
+    cuda::synchronize();
+    const Clock::time_point start = Clock::now();
+    for (int64_t s = 0; s < n; ++s) {
+      const data::Batch b = source.next();
+      static_x.copy_(b.data, /*non_blocking=*/true);
+      static_y.copy_(b.target, /*non_blocking=*/true);
+      graph.replay();
+      if (!r.whole_step) t.optimizer->step();
+    }
+    cuda::synchronize();
+    return seconds(start, Clock::now());
+  };
+  (void)run(std::max(o.warmup, 1));
+  std::vector<double> rates;
+  for (int rep = 0; rep < o.repeats; ++rep) rates.push_back(static_cast<double>(steps) / run(steps));
+  r.steps_per_s = median(rates);
+  const double l = static_loss.item();
+  if (!std::isfinite(l)) r.fail = "the loss is " + std::to_string(l) + " after the replayed steps";
+  return r;
+}
+
 // Another process keeping one core busy while it lives: a forked child in a busy loop, killed
 // (SIGKILL) and reaped on destruction.
 class BusyProcess {
@@ -434,7 +521,7 @@ int main(int argc, char** argv) {
                "backward and optimizer"};
   std::string device_flag = "auto", model_flag, json_path;
   std::string mnist_dir, cifar_dir, cats_dir, threads_flag;
-  bool load = false;
+  bool load = false, cuda_graph = false;
   Options o;
   app.add_option("--device", device_flag,
                  "cpu, cuda or both (default: both when a usable GPU is present, else cpu)")
@@ -453,6 +540,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
   app.add_option("--seed", o.seed, "seed for the weights, the synthetic data and the order");
+  app.add_flag("--cuda-graph", cuda_graph,
+               "CUDA rows: also time the step captured in a CUDA graph and replayed (table 3)");
   app.add_option("--mnist-data", mnist_dir, "MNIST-format IDX folder (default: synthetic data)");
   app.add_option("--cifar-data", cifar_dir, "CIFAR-10 binary batches (default: synthetic data)");
   app.add_option("--cats-data", cats_dir, "the PetImages folder (default: synthetic data)");
@@ -526,8 +615,14 @@ int main(int argc, char** argv) {
         "Table 2: the split run (synchronized at each phase boundary), ms per step",
         {"model", "device", "threads", "batch", "step ms", "data ms", "forward ms", "backward ms",
          "optimizer ms", "steps/s synced", "steps/s unsynced", "steps x runs"});
+    bench::Table graph_table(
+        "Table 3: CUDA graphs: the step captured once and replayed, unsplit steps/s beside eager",
+        {"model", "device", "batch", "captured", "eager steps/s", "graph steps/s",
+         "graph / eager", "graph epoch s", "kernels+copies per step", "launches per step eager",
+         "launches per step graph"});
     bench::Table load_table(
-        "Table 3: CPU epochs on an idle machine and with one core kept busy by another process",
+        std::string("Table ") + (cuda_graph ? "4" : "3") +
+            ": CPU epochs on an idle machine and with one core kept busy by another process",
         {"model", "threads", "batch", "idle epoch s", "loaded epoch s", "loaded / idle",
          "goal <= 2"});
 
@@ -585,6 +680,39 @@ int main(int argc, char** argv) {
           std::printf("  %s %s threads %s batch %s: %.1f steps/s\n", c.model.c_str(), dev.c_str(),
                       nt.c_str(), batch.c_str(), r.steps_per_s);
           std::fflush(stdout);
+          if (cuda_graph && device.is_cuda()) {
+            GraphResult g;
+            try {
+              g = measure_graph(c, set, device, o, r.steps);
+            } catch (const Error& e) {
+              g.fail = e.what();
+            }
+            if (!g.fail.empty()) {
+              std::printf("FAIL %s cuda graph batch %s: %s\n", c.model.c_str(), batch.c_str(),
+                          g.fail.c_str());
+              graph_table.add_row({c.model, dev, batch, "FAIL", bench::fmt(r.steps_per_s, 1),
+                                   "FAIL", "-", "-", "-", "-", "-"});
+            } else {
+              // Launches per step besides the two batch copies, which both modes make. On a GPU
+              // an eager step launches the graph's nodes one by one, plus the copy-back and
+              // memset of cross-entropy's host-side label check (the graph checks on the device).
+              const bool cross_entropy = c.model != "cats_vs_dogs";
+              const std::string eager_launches =
+                  g.eager_launches >= 0 ? std::to_string(g.eager_launches)
+                  : g.whole_step        ? std::to_string(g.nodes + (cross_entropy ? 2 : 0))
+                                        : "-";
+              graph_table.add_row(
+                  {c.model, dev, batch, g.whole_step ? "whole step" : "fwd+bwd (Adam eager)",
+                   bench::fmt(r.steps_per_s, 1), bench::fmt(g.steps_per_s, 1),
+                   bench::fmt(g.steps_per_s / r.steps_per_s, 2) + "x",
+                   bench::fmt(steps / g.steps_per_s, 2), std::to_string(g.nodes), eager_launches,
+                   g.whole_step ? "1" : "1 + Adam's"});
+              std::printf("  %s cuda graph batch %s: %.1f steps/s (%lld kernels and copies per "
+                          "step in one launch)\n", c.model.c_str(), batch.c_str(), g.steps_per_s,
+                          static_cast<long long>(g.nodes));
+            }
+            std::fflush(stdout);
+          }
           if (load && !device.is_cuda()) {
             Result loaded;
             {
@@ -612,6 +740,19 @@ int main(int argc, char** argv) {
     main_table.print(std::cout);
     std::cout << "\n";
     split_table.print(std::cout);
+    if (cuda_graph) {
+      std::cout << "\n";
+      graph_table.print(std::cout);
+      std::cout << "  kernels+copies per step: the nodes of the captured graph. Launches per step "
+                   "leave out the two batch copies both\n  modes make; eager: "
+#ifdef EMBER_CUDA_EMULATED
+                   "counted by the emulator"
+#else
+                   "the graph's nodes, plus the memset and copy back of cross-entropy's label "
+                   "check\n  (the graph checks the labels on the device)"
+#endif
+                   ".\n";
+    }
     if (load) {
       std::cout << "\n";
       load_table.print(std::cout);
@@ -619,6 +760,7 @@ int main(int argc, char** argv) {
     std::cout.flush();
     if (!json_path.empty()) {
       std::vector<bench::Table> tables = {main_table, split_table};
+      if (cuda_graph) tables.push_back(graph_table);
       if (load) tables.push_back(load_table);
       bench::write_json(json_path, "bench_train", header, tables);
       std::printf("\nwrote %s\n", json_path.c_str());

@@ -3,7 +3,8 @@
 // Everything here builds and links without CUDA: a CPU-only build (core/cuda_cpu_only.cpp)
 // answers "no GPU" to every question and raises a DeviceError from anything that would need
 // one. In a CUDA build the implementation is kernels/cuda/runtime.cu (devices, streams, copies)
-// and kernels/cuda/allocator.cu (the caching allocator and its statistics).
+// and kernels/cuda/allocator.cu (the caching allocator and its statistics). CUDA graphs
+// (torch.cuda.CUDAGraph) have a header of their own: core/cuda_graph.h.
 //
 // Device indices are those the process sees after CUDA_VISIBLE_DEVICES: with
 // CUDA_VISIBLE_DEVICES=2,3, "cuda:0" is physical GPU 2 — exactly as in PyTorch.
@@ -40,7 +41,8 @@ int current_device();
 // for an index that does not exist.
 void set_device(int index);
 // Waits until every kernel and copy queued on `index` (-1: the current device) has finished.
-// Errors of earlier asynchronous kernels surface here, with the kernel that failed.
+// Errors of earlier asynchronous kernels surface here, with the kernel that failed. A DeviceError
+// during a CUDA graph capture (core/cuda_graph.h): there is nothing to wait for yet.
 void synchronize(int index = -1);
 
 // Makes a device current for one scope and restores the previous one at its end — the C++ form
@@ -93,7 +95,9 @@ int64_t memory_allocated(int index = -1);
 int64_t memory_reserved(int index = -1);
 int64_t max_memory_allocated(int index = -1);
 void reset_peak_memory_stats(int index = -1);
-// Returns every cached, unused block to the driver (cudaFree). Live tensors are untouched.
+// Returns every cached, unused block to the driver (cudaFree). Live tensors are untouched, and so
+// are the blocks of CUDA graphs' private pools (core/cuda_graph.h). A DeviceError during a
+// capture, which cudaFree would break.
 void empty_cache();
 // How often the allocator went to the driver: in a steady training loop these stop growing
 // after the first step (tests/test_cuda_device.cpp checks it).
@@ -131,6 +135,7 @@ bool allow_tf32();
 // kernels on the stream. A copy that involves the host returns when the bytes have arrived,
 // unless non_blocking — which the caller may only ask for when the host side is pinned memory
 // (Tensor::to does exactly that, as PyTorch). Device-to-device copies never make the host wait.
+// During a CUDA graph capture only those are allowed: a copy from or to the host is a DeviceError.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t n,
                 bool non_blocking);
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/cuda.h"
+#include "core/cuda_graph.h"
 #include "core/error.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/cross_entropy.h"
@@ -81,6 +82,24 @@ namespace detail {
 Allocator* device_allocator() { return nullptr; }
 Allocator* pinned_allocator() { return nullptr; }
 }  // namespace detail
+
+// CUDA graphs: the class exists, and says it needs a CUDA build.
+struct CUDAGraph::Impl {};
+CUDAGraph::CUDAGraph() : impl_(std::make_unique<Impl>()) {}
+CUDAGraph::~CUDAGraph() = default;
+void CUDAGraph::capture_begin() { not_built("CUDAGraph::capture_begin (CUDA graphs)"); }
+void CUDAGraph::capture_end() { not_built("CUDAGraph::capture_end (CUDA graphs)"); }
+void CUDAGraph::abandon_capture() {}
+void CUDAGraph::replay() { not_built("CUDAGraph::replay (CUDA graphs)"); }
+void CUDAGraph::reset() {}
+bool CUDAGraph::captured() const { return false; }
+bool CUDAGraph::capturing() const { return false; }
+int CUDAGraph::device() const { return -1; }
+int64_t CUDAGraph::num_nodes() const { return 0; }
+int64_t CUDAGraph::pool_reserved() const { return 0; }
+bool CUDAGraph::pool_owns(const void*) const { return false; }
+void capture(CUDAGraph& graph, const std::function<void()>&) { graph.capture_begin(); }
+bool is_capturing() { return false; }
 
 }  // namespace cuda
 

@@ -19,6 +19,7 @@
 #include "data/data.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
+#include "cuda_test_util.h"
 #include "test_files.h"
 #ifdef EMBER_CUDA_EMULATED
 #include "kernels/cuda/emulator/emulator.h"
@@ -31,38 +32,11 @@ using ember::test::write_bytes;
 
 namespace {
 
-bool skip_without_gpu() {
-  if (cuda::is_available()) return false;
-  std::cout << "SKIPPED: no CUDA device: " << cuda::unavailable_reason() << "\n";
-  return true;
-}
-
-bool skip_with_gpu() {
-  if (!cuda::is_available()) return false;
-  std::cout << "SKIPPED: a GPU is present; this test checks the behaviour without one\n";
-  return true;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-// Runs f, which must throw an E; returns the message (and fails the test when f does not throw
-// or throws something else).
-template <typename E, typename F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("threw the wrong exception type: " << e.what());
-  }
-  FAIL("did not throw");
-  return "";
-}
-
-const Device kCuda0 = Device::cuda(0);
+using test::contains;
+using test::kCuda0;
+using test::message_of;
+using test::skip_with_gpu;
+using test::skip_without_gpu;
 
 // Puts the factories' default device back at the end of a scope, also when a check throws.
 struct DefaultDeviceRestorer {

@@ -7,10 +7,18 @@
 // "Accuracy on test set: N %" after each epoch. ember adds the wall time per epoch and in total.
 //
 //   mnist_mlp [--data DIR] [--device cpu|cuda|cuda:N] [--epochs 5] [--batch-size 64] [--lr 0.1]
-//             [--momentum 0.5] [--seed 0] [--threads N]
+//             [--momentum 0.5] [--seed 0] [--threads N] [--cuda-graph]
 //             [--save-dir DIR] [--save-every STEPS] [--keep-last 3] [--resume [PATH]]
 //             [--log-dir DIR] [--log-every 1] [--nvtx] [--train-limit N] [--test-limit N]
 //             [--distributed]
+//
+// With --cuda-graph (a GPU), the training step — forward, loss, backward, SGD step — is captured
+// once in a CUDA graph (core/cuda_graph.h) after three eager warm-up steps, and every later full
+// batch is copied into the graph's static input tensors and trained by one replay: one launch
+// instead of a few dozen. The last, shorter batch of an epoch (60,000 = 937 x 64 + 32) has
+// other shapes than the graph's, so it runs eagerly, as do the warm-up steps: the run trains on
+// the same batches in the same order as without the flag, and ends with the same weights. The
+// loss lines read a loss summed on the GPU, once per line, instead of one loss.item() per step.
 //
 // With --distributed, under `mpirun -np N mnist_mlp --distributed`, the N processes train one
 // model with DistributedDataParallel (dist/distributed_data_parallel.h): each takes its share of
@@ -119,6 +127,110 @@ void train(int epoch, nn::Layer& model, nn::CrossEntropyLoss& criterion,
   if (tty) std::printf("\r%90s\r", "");
 }
 
+// --cuda-graph: the training step as one CUDA graph (core/cuda_graph.h). The batch goes into
+// static tensors whose addresses the graph recorded; the graph's loss lands in static_loss, and
+// the graph adds it to `running` (float64, on the GPU), which the loss lines read.
+struct GraphStep {
+  static constexpr int kWarmup = 3;  // eager steps before the capture, as PyTorch's recipe asks
+  int64_t batch_size = 0;
+  Tensor static_x, static_y, static_loss, running;
+  cuda::CUDAGraph graph;
+  int eager_steps = 0;
+
+  GraphStep(int64_t batch, Device device)
+      : batch_size(batch),
+        static_x(empty({batch, 1, 28, 28}, TensorOptions(kFloat32).device(device))),
+        static_y(empty({batch}, TensorOptions(kInt64).device(device))),
+        running(zeros({}, TensorOptions(kFloat64).device(device))) {}
+};
+
+// One eager step of the graph loop (a warm-up step, or an epoch's last, shorter batch); the loss
+// is added to g.running, as the graph does.
+Tensor eager_graph_step(GraphStep& g, nn::Layer& model, nn::CrossEntropyLoss& criterion,
+                        optim::Optimizer& optimizer, const Tensor& inputs, const Tensor& target) {
+  optimizer.zero_grad();
+  Tensor loss = criterion(model(inputs), target);
+  loss.backward();
+  optimizer.step();
+  g.running.add_(loss.detach());
+  return loss;
+}
+
+// train() with --cuda-graph. Full batches are copied into the static tensors; the first
+// kWarmup of them train eagerly, the next one is captured (the capture records the step
+// without running it) and then replayed, as are all later ones. The last, shorter batch of an
+// epoch runs eagerly: the graph's shapes are fixed. The timer sees the replay as one phase.
+void train_graph(GraphStep& g, int epoch, nn::Layer& model, nn::CrossEntropyLoss& criterion,
+                 optim::Optimizer& optimizer, data::DataLoader& loader, Device device, bool tty,
+                 int log_interval, examples::RunTools& run, const optim::TrainingParts& parts,
+                 optim::Progress& at) {
+  model.train();
+  double bar_loss = 0.0;
+  int64_t batch_idx = at.batch;
+  const int64_t total = loader.size();
+  const auto start = std::chrono::steady_clock::now();
+  bool first = true;
+  g.running.zero_();  // the loss summed since the last line, per epoch as in train()
+  run.timer.start_epoch();
+  for (const data::Batch& batch : loader) {
+    Tensor loss;
+    if (batch.target.size(0) != g.batch_size) {
+      const Tensor inputs = batch.data.to(device, /*non_blocking=*/true);
+      const Tensor target = batch.target.to(device, /*non_blocking=*/true);
+      run.timer.mark(Phase::Data);
+      loss = eager_graph_step(g, model, criterion, optimizer, inputs, target);
+    } else {
+      // New data, same addresses (asynchronous: the loader's batches are pinned).
+      g.static_x.copy_(batch.data, /*non_blocking=*/true);
+      g.static_y.copy_(batch.target, /*non_blocking=*/true);
+      run.timer.mark(Phase::Data);
+      if (!g.graph.captured() && g.eager_steps < GraphStep::kWarmup) {
+        ++g.eager_steps;
+        loss = eager_graph_step(g, model, criterion, optimizer, g.static_x, g.static_y);
+      } else {
+        if (!g.graph.captured()) {
+          optimizer.zero_grad();  // the captured backward writes fresh gradients, not +=
+          cuda::capture(g.graph, [&] {
+            g.static_loss = criterion(model(g.static_x), g.static_y);
+            g.static_loss.backward();
+            optimizer.step();
+            g.running.add_(g.static_loss.detach());
+          });
+          if (tty) std::printf("\r%90s\r", "");
+          std::printf("captured the training step in a CUDA graph: %lld kernels and copies, "
+                      "replayed with one launch per step (%.1f MiB in the graph's memory pool)\n",
+                      static_cast<long long>(g.graph.num_nodes()),
+                      static_cast<double>(g.graph.pool_reserved()) / (1 << 20));
+        }
+        const profile::Range range("graph replay");
+        g.graph.replay();
+        loss = g.static_loss;
+      }
+    }
+    run.timer.mark(Phase::Forward);  // the whole step
+    run.timer.mark(Phase::Backward);
+    run.timer.mark(Phase::Optimizer);
+
+    run.after_step(parts, at, loader, loss, batch.target.size(0), optimizer.lr());
+    if (batch_idx % log_interval == 0) {
+      // Summed on the GPU in double, in the order train() sums on the host: the same number.
+      const double running_loss = g.running.item();
+      g.running.zero_();
+      if (tty) std::printf("\r%90s\r", "");
+      std::printf("[%d, %5lld] loss: %.3f\n", epoch, static_cast<long long>(batch_idx),
+                  running_loss / log_interval);
+    }
+    ++batch_idx;
+    if (tty && (batch_idx % 20 == 0 || batch_idx == total)) {
+      const double l = loss.item();  // read only when the bar is drawn: a wait for the GPU
+      bar_loss = first ? l : 0.9 * bar_loss + 0.1 * l;
+      first = false;
+      progress(epoch, batch_idx, total, batch_idx / seconds_since(start), bar_loss);
+    }
+  }
+  if (tty) std::printf("\r%90s\r", "");
+}
+
 // The first `limit` samples of a dataset (all of them for limit <= 0): quick runs and tests.
 data::TensorDataset first_samples(const data::TensorDataset& d, int64_t limit) {
   if (limit <= 0 || limit >= d.size()) return d;
@@ -167,6 +279,11 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--test-limit", test_limit, "test on the first N samples only (0: all)")
       ->check(CLI::NonNegativeNumber);
+  bool cuda_graph = false;
+  app.add_flag("--cuda-graph", cuda_graph,
+               "GPU: capture the training step in a CUDA graph after 3 eager warm-up steps and "
+               "replay it for every full batch; an epoch's last, shorter batch runs eagerly "
+               "(the same batches and weights as without the flag)");
   bool distributed = false;
   app.add_flag("--distributed", distributed,
                "train with DistributedDataParallel on the ranks of `mpirun -np N` (each rank "
@@ -190,6 +307,14 @@ int main(int argc, char** argv) {
     // As the seed: CUDA when available, else the CPU — and say which.
     const Device device = ranks.device(examples::choose_device(device_name), device_name);
     examples::print_device(device, device_name);
+    if (cuda_graph && !device.is_cuda()) {
+      throw DeviceError("--cuda-graph needs a CUDA device (this run is on " + device.str() +
+                        "): use --device cuda, or leave the flag out");
+    }
+    if (cuda_graph && distributed) {
+      throw Error("--cuda-graph does not combine with --distributed (the gradients' all-reduce "
+                  "runs on the host between backward and step): use one of the two");
+    }
     if (device.is_cpu()) std::printf("threads: %d\n", get_num_threads());
     manual_seed(seed);
 
@@ -239,11 +364,18 @@ int main(int argc, char** argv) {
     optim::Progress at = run.resume(parts);
 
     const bool tty = isatty(fileno(stdout)) != 0;
+    std::unique_ptr<GraphStep> graph;
+    if (cuda_graph) graph = std::make_unique<GraphStep>(batch_size, device);
     const auto total_start = std::chrono::steady_clock::now();
     for (int epoch = static_cast<int>(at.epoch); epoch < epochs; ++epoch) {
       const auto epoch_start = std::chrono::steady_clock::now();
-      train(epoch, *trained, criterion, optimizer, train_loader, device, tty, log_interval, run,
-            parts, at);
+      if (graph) {
+        train_graph(*graph, epoch, *trained, criterion, optimizer, train_loader, device, tty,
+                    log_interval, run, parts, at);
+      } else {
+        train(epoch, *trained, criterion, optimizer, train_loader, device, tty, log_interval, run,
+              parts, at);
+      }
       const double train_s = seconds_since(epoch_start);
       if (ranks.distributed()) {
         // Every rank trained its share: train_set.size() samples (plus padding) in all.

@@ -7,17 +7,26 @@
 // free list and hands them out again: after the first step a steady loop makes no cudaMalloc or
 // cudaFree call at all (tests/test_cuda_device.cpp counts them).
 //
-// Why reuse is safe without events: every ember kernel and copy runs on one in-order stream
-// per device (kernels/cuda/launch.cuh). A block freed by the host while a kernel that reads it is
-// still queued can only be handed to a kernel queued *later* on that same stream, which runs
-// after the first one finished.
+// Why reuse is safe without events: every ember kernel and copy is executed on one in-order
+// stream per device, the legacy default stream (kernels/cuda/launch.cuh), and so are CUDA graph
+// replays. A block freed by the host while a kernel that reads it is still queued can only be
+// handed to a kernel queued *later* on that same stream, which runs after the first one finished.
+// The one other stream is a graph's capture stream (kernels/cuda/graph.cu), and nothing runs on
+// it: its work is recorded, to be replayed later on the legacy stream. What a capture allocates
+// comes from the graph's private pool and stays there (kernels/cuda/graph_pool.h says why), so
+// the argument holds for graphs too: eager work never receives a block a graph may touch, and a
+// graph's blocks are only reused by the graph's own later nodes, which replay after the earlier
+// ones on the same stream.
 //
 // Rounding: requests are rounded up to 512 bytes (1 MiB above 1 MiB), so near-equal sizes share
 // blocks, and a cached block serves a request when it is at most a quarter larger than it. Blocks
 // are never split; empty_cache() gives every unused one back to the driver. When cudaMalloc
-// fails, the cache is freed and the call retried once before OutOfMemoryError is raised.
+// fails, the cache is freed and the call retried once before OutOfMemoryError is raised —
+// except while a CUDA graph capture is underway anywhere in the process: cudaFree waits for the
+// device, which a capture forbids, so then the OutOfMemoryError comes at once.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -28,6 +37,7 @@
 #include "core/cuda.h"
 #include "core/error.h"
 #include "core/storage.h"
+#include "kernels/cuda/graph_pool.h"
 #include "kernels/cuda/launch.cuh"
 #ifdef EMBER_CUDA_EMULATED
 #include "kernels/cuda/emulator/emulator.h"
@@ -77,9 +87,52 @@ std::string human_bytes(double b) {
 struct DeviceCache {
   std::multimap<size_t, void*> free_blocks;   // size -> block, for best-fit lookup
   std::unordered_map<void*, size_t> live;     // block -> its (rounded) size
-  int64_t allocated = 0, reserved = 0, peak = 0;
+  std::unordered_map<void*, cuda::detail::GraphPool*> pool_of;  // blocks a graph's pool owns
+  int64_t allocated = 0, reserved = 0, peak = 0;  // pool blocks included
   AllocatorStats stats;
   bool checked = false;  // device_supported() has been asked for this device
+};
+
+}  // namespace
+
+namespace detail {
+// A CUDA graph's private pool (kernels/cuda/graph_pool.h).
+struct GraphPool {
+  int device = 0;
+  std::multimap<size_t, void*> free_blocks;  // size -> block: only a capture into it takes them
+  std::map<const void*, size_t> blocks;      // every block it owns, live or free -> size
+  int64_t reserved = 0;
+};
+}  // namespace detail
+
+namespace {
+
+using detail::GraphPool;
+
+// The pool this thread's allocations go to while it captures (graph_pool.h), and the number of
+// captures underway in the process.
+thread_local GraphPool* tls_capture_pool = nullptr;
+std::atomic<int> g_captures_underway{0};
+
+// While capturing, this thread may not make "potentially unsafe" calls such as cudaMalloc (the
+// capture runs in cudaStreamCaptureModeThreadLocal, kernels/cuda/graph.cu). A cudaMalloc for the
+// graph's pool is safe all the same — nothing frees the block while the graph exists, so the
+// graph's kernels find it at every replay — and the thread says so by switching itself to
+// Relaxed for that one call (PyTorch's allocator does the same).
+class RelaxedCaptureMode {
+ public:
+  explicit RelaxedCaptureMode(bool on) : on_(on) {
+    if (on_) EMBER_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode_));
+  }
+  ~RelaxedCaptureMode() {
+    if (on_) cudaThreadExchangeStreamCaptureMode(&mode_);
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  bool on_;
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
 
 class CachingAllocator final : public Allocator {
@@ -95,19 +148,31 @@ class CachingAllocator final : public Allocator {
       dc.checked = true;
     }
     const size_t size = round_size(nbytes);
+    // While this thread captures a graph, the graph's pool serves it. (Memory of another device
+    // would be for work the capture refuses anyway, and its cudaMalloc would break the capture.)
+    EMBER_CHECK_T(DeviceError, tls_capture_pool == nullptr || tls_capture_pool->device == index,
+                  "allocating memory on cuda:", index, " during a CUDA graph capture on cuda:",
+                  tls_capture_pool ? tls_capture_pool->device : -1, ": a graph holds the work of "
+                  "one device. Keep every tensor of the captured step on cuda:",
+                  tls_capture_pool ? tls_capture_pool->device : -1,
+                  ", or capture one graph per device");
+    GraphPool* pool = tls_capture_pool != nullptr && tls_capture_pool->device == index
+                          ? tls_capture_pool : nullptr;
+    std::multimap<size_t, void*>& free_blocks = pool ? pool->free_blocks : dc.free_blocks;
     void* ptr = nullptr;
-    auto it = dc.free_blocks.lower_bound(size);
-    if (it != dc.free_blocks.end() && it->first <= size + size / 4) {
+    auto it = free_blocks.lower_bound(size);
+    if (it != free_blocks.end() && it->first <= size + size / 4) {
       ptr = it->second;
       dc.live[ptr] = it->first;
       dc.allocated += static_cast<int64_t>(it->first);
-      dc.free_blocks.erase(it);
+      free_blocks.erase(it);
       ++dc.stats.cache_hits;
     } else {
       DeviceGuard guard(index);
+      const RelaxedCaptureMode relaxed(pool != nullptr);
       cudaError_t err = cudaMalloc(&ptr, size);
       ++dc.stats.cuda_malloc_calls;
-      if (err == cudaErrorMemoryAllocation) {
+      if (err == cudaErrorMemoryAllocation && g_captures_underway.load() == 0) {
         cudaGetLastError();
         release_cached(index, dc);  // give the cache back and try once more
         err = cudaMalloc(&ptr, size);
@@ -121,9 +186,17 @@ class CachingAllocator final : public Allocator {
       dc.live[ptr] = size;
       dc.allocated += static_cast<int64_t>(size);
       dc.reserved += static_cast<int64_t>(size);
+      if (pool) {
+        pool->blocks[ptr] = size;
+        pool->reserved += static_cast<int64_t>(size);
+        dc.pool_of[ptr] = pool;
+      }
     }
     if (dc.allocated > dc.peak) dc.peak = dc.allocated;
-    memcheck_live(ptr, nbytes, dc.live[ptr]);
+    // A pool block is the graph's whole: its kernels may use any part of it at a replay (a block
+    // serves several tensors of the captured step in turn), so memcheck sees all of it as live.
+    const size_t capacity = dc.live[ptr];
+    memcheck_live(ptr, pool ? capacity : nbytes, capacity);
     return ptr;
   }
 
@@ -133,15 +206,52 @@ class CachingAllocator final : public Allocator {
     DeviceCache& dc = cache(device.index);
     auto it = dc.live.find(ptr);
     if (it == dc.live.end()) return;  // not ours: cannot happen through Storage
-    dc.allocated -= static_cast<int64_t>(it->second);
-    dc.free_blocks.emplace(it->second, ptr);
-    memcheck_cached(ptr, it->second);
+    const size_t size = it->second;
+    dc.allocated -= static_cast<int64_t>(size);
     dc.live.erase(it);
+    // Whose block is it now? A graph's pool keeps its own; a capturing thread's pool adopts
+    // whatever it frees (a kernel recorded before the free may use the block at every replay).
+    GraphPool* owner = nullptr;
+    if (auto p = dc.pool_of.find(ptr); p != dc.pool_of.end()) {
+      owner = p->second;
+    } else if (tls_capture_pool != nullptr && tls_capture_pool->device == device.index) {
+      owner = tls_capture_pool;
+      owner->blocks[ptr] = size;
+      owner->reserved += static_cast<int64_t>(size);
+      dc.pool_of[ptr] = owner;
+    }
+    if (owner) {
+      owner->free_blocks.emplace(size, ptr);  // no memcheck_cached: the graph may still touch it
+    } else {
+      dc.free_blocks.emplace(size, ptr);
+      memcheck_cached(ptr, size);
+    }
   }
 
   void empty_cache() {
     std::lock_guard<std::mutex> lock(mu_);
+    EMBER_CHECK_T(DeviceError, g_captures_underway.load() == 0,
+                  "cuda::empty_cache() during a CUDA graph capture: giving memory back to the "
+                  "driver (cudaFree) waits for the device, which a capture forbids. Call it "
+                  "before capture_begin() or after capture_end()");
     for (size_t i = 0; i < caches_.size(); ++i) release_cached(static_cast<int>(i), caches_[i]);
+  }
+
+  void release_pool(GraphPool* pool) {
+    std::lock_guard<std::mutex> lock(mu_);
+    DeviceCache& dc = cache(pool->device);
+    for (const auto& [ptr, size] : pool->blocks) dc.pool_of.erase(const_cast<void*>(ptr));
+    for (const auto& [size, ptr] : pool->free_blocks) {
+      dc.free_blocks.emplace(size, ptr);
+      memcheck_cached(ptr, size);
+    }
+    delete pool;
+  }
+
+  template <typename F>
+  auto with_lock(F f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return f();
   }
 
   // Reads one device's numbers under the lock.
@@ -201,6 +311,11 @@ class PinnedAllocator final : public Allocator {
       throw DeviceError(std::string("pin_memory: pinned host memory needs a usable CUDA device: ") +
                         unavailable_reason());
     }
+    kernels::cuda::refuse_in_capture(
+        "pin_memory()", "page-locked memory is allocated with cudaHostAlloc, which a capture "
+        "forbids, and a graph cannot copy from the host anyway. Pin the batch before "
+        "capture_begin() or after capture_end(), and copy it into the graph's static input "
+        "outside the capture");
     const size_t size = round_size(nbytes == 0 ? 1 : nbytes);
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = free_.lower_bound(size); it != free_.end() && it->first <= size + size / 4; ++it) {
@@ -224,8 +339,10 @@ class PinnedAllocator final : public Allocator {
     auto it = live_.find(ptr);
     if (it == live_.end()) return;
     Block b{ptr, nullptr};
+    // Copies from or to pinned memory run on the legacy stream (a capture refuses them:
+    // runtime.cu's copy_bytes), so that is the stream to mark, even while this thread captures.
     if (cudaEventCreateWithFlags(&b.done, cudaEventDisableTiming) != cudaSuccess ||
-        cudaEventRecord(b.done, kernels::cuda::stream()) != cudaSuccess) {
+        cudaEventRecord(b.done, 0) != cudaSuccess) {
       // The runtime is shutting down (process exit): nothing can be reading the block any more.
       cudaGetLastError();
       cudaFreeHost(ptr);
@@ -282,6 +399,43 @@ auto stat(int index, F f) {
 namespace detail {
 Allocator* device_allocator() { return &caching(); }
 Allocator* pinned_allocator() { return &pinned(); }
+
+GraphPool* create_graph_pool(int device) {
+  auto* pool = new GraphPool();
+  pool->device = device;
+  return pool;
+}
+void begin_allocating_to(GraphPool* pool) {
+  caching().with_lock([pool] {
+    tls_capture_pool = pool;
+    g_captures_underway.fetch_add(1);
+    return 0;
+  });
+}
+void end_allocating_to() {
+  caching().with_lock([] {
+    tls_capture_pool = nullptr;
+    g_captures_underway.fetch_sub(1);
+    return 0;
+  });
+}
+void release_graph_pool(GraphPool* pool) {
+  if (pool != nullptr) caching().release_pool(pool);
+}
+int64_t graph_pool_reserved(const GraphPool* pool) {
+  return caching().with_lock([pool] { return pool->reserved; });
+}
+bool graph_pool_owns(const GraphPool* pool, const void* ptr) {
+  return caching().with_lock([pool, ptr] {
+    auto it = pool->blocks.upper_bound(ptr);
+    if (it == pool->blocks.begin()) return false;
+    --it;
+    const auto* p = static_cast<const char*>(ptr);
+    const auto* b = static_cast<const char*>(it->first);
+    return p >= b && p < b + it->second;
+  });
+}
+int captures_underway() { return g_captures_underway.load(); }
 }  // namespace detail
 
 int64_t memory_allocated(int index) { return stat(index, [](DeviceCache& c) { return c.allocated; }); }

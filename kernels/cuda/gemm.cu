@@ -24,10 +24,16 @@
 // Handles. cublasCreate is slow (it allocates and initialises per-device state) and a handle is
 // tied to the device that was current when it was made, so there is one per device, created on
 // first use under a mutex and then read without locking. Threads share it: the cuBLAS docs allow
-// one handle in several host threads as long as its configuration is not changed under them, and
-// the only setting ember makes — the stream — always has the same value. All of ember's work is on
-// that one in-order stream, so GEMMs on a device run one after another and the handle's workspace
-// is never used by two of them at once.
+// one handle in several host threads as long as its configuration is not changed under them.
+// ember sets two things, at every call, under a mutex held through the call: the stream — the
+// calling thread's current stream (kernels/cuda/launch.cuh): the legacy stream, or a CUDA
+// graph's capture stream — and the workspace, one buffer per device that ember allocates with the
+// handle. The workspace has two reasons. cublasSetStream resets a handle to cuBLAS's own
+// workspace pool, which cuBLAS may grow with an allocation, and an allocation cannot happen during
+// a graph capture; with a buffer of ember's, cuBLAS never allocates. And the same workspace for
+// eager and captured GEMMs means cuBLAS chooses the same kernels in both, so a replayed step
+// gives the same bits as an eager one. Every GEMM that runs runs on the legacy stream (graph
+// replays too), one after another, so the one workspace is never used by two at once.
 //
 // The handles are never destroyed. A static object's destructor would run cublasDestroy during
 // process exit, and the order of those destructors against the CUDA runtime's own teardown (which
@@ -109,31 +115,60 @@ void check_cublas(cublasStatus_t status, const char* call, const char* file, int
 #define EMBER_CUBLAS_CHECK(call) \
   ::ember::kernels::cuda::check_cublas((call), #call, __FILE__, __LINE__)
 
-// One handle per device index; a zero-initialised array of atomics has no destructor (see the
-// comment at the top for why the handles must outlive everything).
+// One handle per device index; a zero-initialised array has no destructor (see the comment at
+// the top for why the handles must outlive everything).
 constexpr int kMaxDevices = 64;
-std::atomic<cublasHandle_t> g_handles[kMaxDevices] = {};
 std::mutex g_handles_mutex;
 
-// The current device's handle, bound to ember's stream.
-cublasHandle_t current_handle() {
-  int device = 0;
-  EMBER_CUDA_CHECK(cudaGetDevice(&device));
-  EMBER_CHECK_T(DeviceError, device >= 0 && device < kMaxDevices, "gemm on CUDA: device ", device,
-                " is beyond the ", kMaxDevices, " devices ember keeps cuBLAS handles for (raise "
-                "kMaxDevices in kernels/cuda/gemm.cu)");
-  cublasHandle_t handle = g_handles[device].load(std::memory_order_acquire);
-  if (handle == nullptr) {
-    const std::lock_guard<std::mutex> lock(g_handles_mutex);
-    handle = g_handles[device].load(std::memory_order_relaxed);
-    if (handle == nullptr) {
-      EMBER_CUBLAS_CHECK(cublasCreate(&handle));  // on the current device, i.e. `device`
-      g_handles[device].store(handle, std::memory_order_release);
-    }
+// The workspace cuBLAS recommends: 32 MiB on Hopper (sm_90) and later, 4 MiB before.
+size_t workspace_bytes(int device) {
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+    cudaGetLastError();
+    major = 0;
   }
-  EMBER_CUBLAS_CHECK(cublasSetStream(handle, stream()));
-  return handle;
+  return major >= 9 ? size_t{32} << 20 : size_t{4} << 20;
 }
+
+// The current device's handle and workspace (created on first use, outside any capture).
+struct Cublas {
+  cublasHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+Cublas g_cublas[kMaxDevices] = {};  // written once per device under g_handles_mutex
+
+// Binds the current device's handle to the current stream and ember's workspace, and holds the
+// lock that keeps another thread from rebinding it until the GEMM is queued.
+class BoundHandle {
+ public:
+  BoundHandle() : lock_(g_handles_mutex) {
+    int device = 0;
+    EMBER_CUDA_CHECK(cudaGetDevice(&device));
+    EMBER_CHECK_T(DeviceError, device >= 0 && device < kMaxDevices, "gemm on CUDA: device ",
+                  device, " is beyond the ", kMaxDevices, " devices ember keeps cuBLAS handles "
+                  "for (raise kMaxDevices in kernels/cuda/gemm.cu)");
+    Cublas& c = g_cublas[device];
+    if (c.handle == nullptr) {
+      refuse_in_capture("the first matmul through cuBLAS on this device",
+                        "cuBLAS creates its handle and ember its workspace then, which allocates "
+                        "memory outside any graph. Run the step eagerly at least once before "
+                        "capturing it (warm-up), as PyTorch requires");
+      c.workspace_bytes = workspace_bytes(device);
+      EMBER_CUDA_CHECK(cudaMalloc(&c.workspace, c.workspace_bytes));  // kept for the process
+      EMBER_CUBLAS_CHECK(cublasCreate(&c.handle));  // on the current device, i.e. `device`
+    }
+    // cublasSetStream puts back cuBLAS's own workspace pool; ember's goes in after it.
+    EMBER_CUBLAS_CHECK(cublasSetStream(c.handle, stream()));
+    EMBER_CUBLAS_CHECK(cublasSetWorkspace(c.handle, c.workspace, c.workspace_bytes));
+    handle_ = c.handle;
+  }
+  cublasHandle_t get() const { return handle_; }
+
+ private:
+  std::lock_guard<std::mutex> lock_;
+  cublasHandle_t handle_ = nullptr;
+};
 
 // cuBLAS takes its sizes and leading dimensions as int.
 void check_fits_int(int64_t value, const char* what) {
@@ -180,7 +215,8 @@ void run_cublas(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N, i
       f64 ? CUBLAS_COMPUTE_64F
           : (ember::cuda::allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
 
-  const cublasHandle_t handle = current_handle();
+  const BoundHandle bound;
+  const cublasHandle_t handle = bound.get();
   if (batch == 1) {
     EMBER_CUBLAS_CHECK(cublasGemmEx(handle, op(p.transa), op(p.transb), static_cast<int>(p.m),
                                     static_cast<int>(p.n), static_cast<int>(p.k), alpha_ptr, p.A,

@@ -203,9 +203,29 @@ __global__ void index_add_kernel(int64_t outer, int64_t size, int64_t inner, int
 
 }  // namespace
 
+// first_out_of_range inside a CUDA graph capture, where the host cannot wait for an answer:
+// the check moves to the device. Each thread checks its grid-stride share of positions, and a
+// bad value stops the kernel with __trap(), so the replay fails here, before any later kernel
+// of the step reads out of bounds. On a GPU a trap is a launch failure that, like PyTorch's
+// device-side asserts, leaves the CUDA context unusable (the process has to restart); the
+// emulator stops the replay at this node and reports the thread.
+__global__ void trap_out_of_range_kernel(const int64_t* __restrict__ index, int64_t n,
+                                         int64_t size, bool has_allowed, int64_t allowed) {
+  for (int64_t i = global_thread_id(); i < n; i += global_thread_count()) {
+    const int64_t v = index[i];
+    if (!((v >= 0 && v < size) || (has_allowed && v == allowed))) __trap();  // index out of range
+  }
+}
+
 int64_t first_out_of_range(const int64_t* index, int64_t n, int64_t size, bool has_allowed,
                            int64_t allowed) {
   if (n <= 0) return -1;
+  if (capturing()) {
+    EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), trap_out_of_range_kernel)(index, n, size,
+                                                                           has_allowed, allowed);
+    EMBER_LAUNCH_CHECK("trap_out_of_range_kernel");
+    return -1;  // decided on the device, at every replay
+  }
   std::lock_guard<std::mutex> lock(slot_mutex());
   unsigned long long* slot = device_slot();
   // "No bad position yet" is all ones, the largest value, so atomicMin replaces it.

@@ -13,7 +13,8 @@ namespace ember::kernels::cuda {
 // Position (row-major, in [0, n)) of the first index value outside [0, size) — values equal to
 // `allowed` are accepted when has_allowed (cross_entropy's ignore_index) — or -1 if all fit.
 // `index` is device memory; this WAITS for the GPU (the answer is needed on the host to raise
-// a clear error before a kernel reads out of bounds).
+// a clear error before a kernel reads out of bounds) — except during a CUDA graph capture, where
+// it returns -1 and queues a kernel that stops the replay (__trap) at a value out of range.
 int64_t first_out_of_range(const int64_t* index, int64_t n, int64_t size, bool has_allowed = false,
                            int64_t allowed = 0);
 

@@ -58,11 +58,24 @@ void check_error(cudaError_t err, const char* what, const char* file, int line);
 #define EMBER_LAUNCH_CHECK(kernel_name) \
   ::ember::kernels::cuda::check_error(cudaGetLastError(), "launch of " kernel_name, __FILE__, __LINE__)
 
-// The stream every ember kernel and copy is queued on. ember uses one in-order stream per
-// device (the legacy default stream), so an op never needs an event to wait for the previous
-// one, and memory the caching allocator hands out again is never still in use by a kernel
-// queued earlier on another stream.
-inline cudaStream_t stream() { return 0; }
+// The stream every ember kernel and copy is queued on: the calling thread's current stream.
+// Eager work uses the legacy default stream (0), one in-order stream per device, so an op never
+// needs an event to wait for the previous one, and memory the caching allocator hands out again
+// is never still in use by a kernel queued earlier on another stream. While the thread captures
+// a CUDA graph (core/cuda_graph.h, kernels/cuda/graph.cu) it is the graph's side stream instead:
+// CUDA cannot capture the legacy stream. A launch on another device than the one being captured
+// is a DeviceError (a graph holds the work of one device). Defined in kernels/cuda/graph.cu.
+cudaStream_t stream();
+
+// Is the calling thread capturing a CUDA graph? Then the work queued on stream() is recorded,
+// not run: nothing may wait for it, read its results on the host, or allocate outside the
+// graph's private memory pool (kernels/cuda/allocator.cu).
+bool capturing();
+
+// Throws DeviceError "<what> during CUDA graph capture: <advice>" when the calling thread is
+// capturing; nothing otherwise. Called BEFORE the CUDA call a graph cannot hold, so that CUDA
+// never sees it and the capture can still be ended cleanly. `advice` says why and what to do.
+void refuse_in_capture(const char* what, const char* advice);
 
 // Threads per block for 1-d elementwise launches: a multiple of the 32-thread warp, small
 // enough that several blocks fit on one SM, large enough to hide memory latency.

@@ -227,6 +227,12 @@ unsigned grid_for_chunks(int64_t chunks) { return grid_for(chunks, 1); }
 void sgd_step(DType dtype, const ParamList& list, const std::vector<void*>& momentum_bufs,
               const SGDStep& s) {
   const bool momentum = s.momentum != 0.0;
+  if (momentum && s.first_step) {
+    refuse_in_capture("SGD's first step with momentum",
+                      "that step creates the momentum buffers from the gradients and later ones "
+                      "update them, but a graph repeats the captured step's kernels exactly. Run "
+                      "at least one step eagerly before capturing (warm-up), as PyTorch requires");
+  }
   const std::vector<void*>* states[3] = {momentum ? &momentum_bufs : nullptr, nullptr, nullptr};
   const char* const names[3] = {"momentum_bufs", "", ""};
   check_lists("sgd_step", list, states, names);
@@ -246,6 +252,11 @@ void sgd_step(DType dtype, const ParamList& list, const std::vector<void*>& mome
 void adam_step(DType dtype, const ParamList& list, const std::vector<void*>& exp_avgs,
                const std::vector<void*>& exp_avg_sqs, const std::vector<void*>& max_exp_avg_sqs,
                const AdamStep& s) {
+  refuse_in_capture("Adam's step",
+                    "its bias corrections depend on the step count, which the host works out at "
+                    "every step, so a graph would repeat the captured step's corrections at every "
+                    "replay. Capture forward and backward only, and call optimizer.step() "
+                    "eagerly after each replay(), or use SGD in the captured step");
   // amsgrad is on exactly when its buffers are given (the CPU kernel: max_exp_avg_sq != null).
   const bool amsgrad = !max_exp_avg_sqs.empty();
   const std::vector<void*>* states[3] = {&exp_avgs, &exp_avg_sqs,

@@ -75,10 +75,20 @@ __global__ void randint_kernel(int64_t* __restrict__ out, int64_t n, uint64_t se
   }
 }
 
+// A graph replays its kernels with the arguments of the capture, seed and Philox offset
+// included: every replay would draw the same numbers (the same dropout mask at every step).
+void refuse_in_graph(const char* op) {
+  refuse_in_capture(op, "a graph would freeze the generator's seed and offset, so every replay "
+                        "would draw the same numbers; ember has no graph-safe generator. Draw "
+                        "them outside the capture, or leave the random op out of the captured "
+                        "step");
+}
+
 }  // namespace
 
 void uniform(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t offset, double low,
              double high) {
+  refuse_in_graph("random numbers (rand, dropout, ...)");
   EMBER_DISPATCH_FLOAT(dtype, "rand", [&] {
     if (n <= 0) return;  // nothing to launch (after the dtype check, as on the CPU)
     // Rounded to the element type once, on the host, exactly as the CPU kernel does.
@@ -91,6 +101,7 @@ void uniform(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t offset, 
 
 void normal(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t offset, double mean,
             double std) {
+  refuse_in_graph("random numbers (randn, ...)");
   EMBER_DISPATCH_FLOAT(dtype, "randn", [&] {
     if (n <= 0) return;  // nothing to launch (after the dtype check, as on the CPU)
     EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), normal_kernel<scalar_t>)(static_cast<scalar_t*>(out),
@@ -100,6 +111,7 @@ void normal(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t offset, d
 }
 
 void randint(int64_t* out, int64_t n, uint64_t seed, uint64_t offset, int64_t low, int64_t high) {
+  refuse_in_graph("random numbers (randint, ...)");
   if (n <= 0) return;
   // The caller checks low < high (as the CPU kernel, this would divide by 0 otherwise). The
   // range is taken in unsigned arithmetic so that [INT64_MIN, INT64_MAX) does not overflow.

@@ -18,6 +18,7 @@
 #include "core/cuda.h"
 #include "core/error.h"
 #include "ember_cuda_build_info.h"  // generated: EMBER_CUDA_ARCHITECTURES
+#include "kernels/cuda/graph_pool.h"
 #include "kernels/cuda/launch.cuh"
 #ifdef EMBER_CUDA_EMULATED
 #include "kernels/cuda/emulator/emulator.h"
@@ -126,6 +127,14 @@ void set_device(int index) {
 
 void synchronize(int index) {
   require_gpu("cuda::synchronize");
+  kernels::cuda::refuse_in_capture(
+      "cuda::synchronize()", "the captured work is recorded, not run, so there is nothing to wait "
+      "for, and CUDA would invalidate the capture. Synchronize after capture_end(), or after "
+      "replay() to wait for a replay");
+  EMBER_CHECK_T(DeviceError, detail::captures_underway() == 0,
+                "cuda::synchronize() while another thread captures a CUDA graph: waiting for the "
+                "whole device would invalidate that capture. Synchronize once its capture_end() "
+                "has returned");
   DeviceGuard guard(index < 0 ? current_device() : index);
   EMBER_CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -248,6 +257,21 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   if (dst_device.is_cpu() && src_device.is_cpu()) {
     std::memcpy(dst, src, n);
     return;
+  }
+  // A graph holds device work only: a copy from the host would copy the bytes the host buffer
+  // held at capture time again at every replay (or, from pageable memory, cannot be captured),
+  // and a copy to the host would need the host to wait for work that is only being recorded.
+  if (dst_device.is_cpu()) {
+    kernels::cuda::refuse_in_capture(
+        "copying a CUDA tensor to the CPU (.item(), .cpu(), .to(\"cpu\"), printing it)",
+        "the captured work is recorded, not run, so there is no value to read yet. Keep the "
+        "tensor (e.g. the loss) and read it after replay(): graph.replay(); loss.item()");
+  } else if (src_device.is_cpu()) {
+    kernels::cuda::refuse_in_capture(
+        "copying CPU data to a CUDA tensor",
+        "a graph cannot read host memory that changes between replays. Copy each new batch "
+        "into the graph's static input tensor outside the capture (static_x.copy_(batch) before "
+        "replay()), and create constants on the GPU before capture_begin()");
   }
   // Unified addressing lets the runtime tell host from device pointers (cudaMemcpyDefault), and
   // a copy between two GPUs goes peer to peer. The copy is queued on the GPU's stream, behind the

@@ -19,6 +19,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -322,17 +324,30 @@ struct LaunchConfig {
 // Runs body(closure) once on every thread of the grid (kernels/cuda/emulator/scheduler.cpp).
 // [params, params + params_size) is the launch's copy of the arguments, which every thread may
 // read. A bad configuration or a checker's report becomes this host thread's last error
-// (cudaGetLastError), exactly where a GPU would report it.
-void run_grid(const LaunchConfig& config, void (*body)(void*), void* closure, const void* params,
-              size_t params_size);
+// (cudaGetLastError), exactly where a GPU would report it, and is also returned.
+cudaError_t run_grid(const LaunchConfig& config, void (*body)(void*), void* closure,
+                     const void* params, size_t params_size);
 // Called by each CUDA thread before it calls the kernel: from here on its memory accesses are
 // the kernel's own, and memcheck / racecheck / initcheck watch them.
 void enter_kernel_code();
 
+// Stream capture (kernels/cuda/emulator/graph.cpp). What a launch on config.stream does:
+enum class LaunchDisposition {
+  Run,      // the stream runs work: launch now
+  Record,   // the stream captures: record the launch as a node of its graph
+  Refused,  // forbidden (the legacy stream while a blocking stream captures): the error is set
+};
+LaunchDisposition launch_disposition(const LaunchConfig& config);
+// Appends a kernel node to the capture of config.stream; `replay(stream)` runs the kernel on the
+// stream a graph launch names. (If the capture ended meanwhile, the launch runs now.)
+void record_launch(const LaunchConfig& config, std::function<cudaError_t(cudaStream_t)> replay);
+
 // EMBER_LAUNCH(grid, block, shared, stream, kernel)(args...) in the emulation build: the
 // arguments are copied once at the launch (a GPU copies them into the kernel's parameter
 // space), then every CUDA thread calls the kernel with them (its by-value parameters are its
-// own copies, on its own stack).
+// own copies, on its own stack). On a capturing stream the launch is recorded instead: the node
+// keeps its own copy of the arguments, by value, as a kernel node of a CUDA graph does, and
+// every replay runs the kernel with that copy.
 template <typename Call>
 class Launcher {
  public:
@@ -341,13 +356,36 @@ class Launcher {
   template <typename... Args>
   void operator()(Args... args) {
     using Params = std::tuple<Args...>;
+    switch (launch_disposition(config_)) {
+      case LaunchDisposition::Refused:
+        return;
+      case LaunchDisposition::Record: {
+        auto params = std::make_shared<Params>(std::move(args)...);
+        const Call call = call_;
+        const LaunchConfig config = config_;
+        record_launch(config_, [call, params, config](cudaStream_t s) {
+          LaunchConfig on = config;
+          on.stream = s;
+          return run(on, call, *params);
+        });
+        return;
+      }
+      case LaunchDisposition::Run:
+        break;
+    }
+    Params params(std::move(args)...);
+    run(config_, call_, params);
+  }
+
+ private:
+  template <typename Params>
+  static cudaError_t run(const LaunchConfig& config, const Call& call, Params& params) {
     struct Closure {
       const Call* call;
       const Params* params;
     };
-    Params params(std::move(args)...);
-    Closure closure{&call_, &params};
-    run_grid(config_, [](void* p) {
+    Closure closure{&call, &params};
+    return run_grid(config, [](void* p) {
       // Everything read from the host's side happens before enter_kernel_code().
       const auto* c = static_cast<const Closure*>(p);
       Call call = *c->call;
@@ -357,7 +395,6 @@ class Launcher {
     }, &closure, &params, sizeof(params));
   }
 
- private:
   LaunchConfig config_;
   Call call_;
 };

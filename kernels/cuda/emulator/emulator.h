@@ -69,9 +69,15 @@ std::string take_report();
 
 // Counters since the program started: kernels launched, blocks and CUDA threads run, switches
 // between CUDA threads (at barriers and warp collectives), and wall time spent in launches.
-// EMBER_EMULATOR_STATS=1 prints them when the program exits.
+// `submissions` counts what the host queued on streams itself: kernel launches, copies and
+// memsets that touch device memory, and graph launches, one each however many nodes the graph
+// holds (work recorded by a capture, and a graph's nodes as they replay, do not count; the
+// nodes' kernels do count in `launches`). EMBER_EMULATOR_STATS=1 prints them when the program
+// exits.
 struct Stats {
   int64_t launches = 0;
+  int64_t submissions = 0;
+  int64_t graph_launches = 0;
   int64_t blocks = 0;
   int64_t threads = 0;
   int64_t switches = 0;

@@ -3,6 +3,7 @@
 // grid (workers, blocks, CUDA threads as fibers, warps).
 //
 //   runtime.cpp    devices, memory, copies, streams, events, errors: the CUDA runtime API
+//   graph.cpp      stream capture, graphs, and the calls a capture forbids
 //   scheduler.cpp  worker threads, blocks, fibers, barriers, warp collectives, launches
 //   checks.cpp     the memory-access hooks and memcheck / racecheck / initcheck, the reports
 //   atomics.cpp    atomicAdd and friends
@@ -15,9 +16,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/cuda/emulator/device.h"
@@ -100,10 +103,32 @@ struct PendingCopy {
   size_t bytes;
 };
 
+struct Capture;
+
 struct Stream {
   int device = 0;
+  bool blocking = true;              // not cudaStreamNonBlocking: ordered with the legacy stream
   std::vector<PendingCopy> pending;  // deferred copies that involve pinned host memory
   double last_done_ms = 0;           // when the stream last drained
+  Capture* capture = nullptr;        // the capture sequence recording this stream's work, if any
+};
+
+// One piece of recorded work: a kernel launch with its own copy of the arguments, a copy, a
+// memset, or a whole graph launched into the capture. run() performs it on the stream the graph
+// is launched on and returns what the operation returned (a kernel's fault, a bad copy).
+struct GraphNode {
+  std::string what;  // "kernel relu_kernel (launched at kernels/cuda/elementwise.cu:430)", ...
+  std::function<cudaError_t(cudaStream_t)> run;
+};
+
+// A capture sequence: begun on `origin` by `thread` in `mode`; invalidated by a forbidden call
+// (then cudaStreamEndCapture returns no graph).
+struct Capture {
+  Stream* origin = nullptr;
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+  std::thread::id thread;
+  bool invalidated = false;
+  std::vector<GraphNode> nodes;
 };
 
 struct Device {
@@ -137,6 +162,35 @@ Arena* device_arena_of(uintptr_t a, int* device);
 std::vector<int> visible_devices(const char* env, int physical, std::string* note);
 // Deferred copies of a stream run now.
 void drain(Stream& s);
+// The stream a cudaStream_t names (nullptr: the current device's legacy stream).
+Stream& stream_object(cudaStream_t s);
+
+// ---- capture rules (graph.cpp) ---------------------------------------------------------------------
+// A "potentially unsafe" call (cudaMalloc, cudaFree, cudaHostAlloc, a synchronous copy or memset,
+// ...) by this thread: cudaSuccess when no capture forbids it to this thread; otherwise the
+// captures that forbid it are invalidated, a report says what happened, and the result is
+// cudaErrorStreamCaptureUnsupported.
+cudaError_t check_unsafe_call(const char* call);
+// Work queued on stream s by `call`: cudaSuccess to go ahead (s is not capturing); for a
+// capturing stream, `record` (if given) becomes a node of the capture and the result is
+// kRecorded; for the legacy stream while a blocking stream of its device captures, the capture
+// is invalidated and the result is cudaErrorStreamCaptureImplicit. The device's mutex is held.
+constexpr cudaError_t kRecorded = static_cast<cudaError_t>(-1);
+cudaError_t capture_or_run(Stream& s, const char* call, GraphNode* record);
+// Waiting for stream s (cudaStreamSynchronize, cudaStreamQuery): forbidden while it captures, and
+// for the legacy stream while a blocking stream captures.
+cudaError_t check_stream_wait(Stream& s, const char* call);
+// cudaDeviceSynchronize: forbidden while any stream of the device captures (not Relaxed).
+cudaError_t check_device_wait(int device, const char* call);
+// Is this CPU thread running the nodes of a graph launch (so its launches are not the host's
+// own submissions)? The node's index and the graph's size, for the reports.
+struct ReplayPosition {
+  int64_t node = -1, count = 0;
+};
+extern thread_local ReplayPosition tls_replay;
+// Operations the host queued on streams (kernels, copies, memsets, graph launches): Stats.
+void count_submission();
+void count_graph_launch();  // also one submission
 double now_ms();
 
 // Records a report as this host thread's last one and prints it (unless quiet).
@@ -301,6 +355,8 @@ std::string where(const Thread* t);
 void init_worker_tls(Worker& w);
 
 void set_last_error(cudaError_t e);
+// "" when the launch configuration is valid, else why (and the error the launch returns).
+cudaError_t check_config(const LaunchConfig& c, std::string* why);
 void record_fault(Grid& g, cudaError_t error, const std::string& text);
 // A source path relative to ember's root (for messages).
 std::string relative_path(const char* file);

@@ -358,7 +358,13 @@ void set_last_error(cudaError_t e) {
 
 int current_device_index() { return tls_current_device; }
 
-void publish_report(const std::string& report) {
+void publish_report(const std::string& text) {
+  // During a graph launch, say which node of the graph failed.
+  const std::string report =
+      tls_replay.node < 0 ? text
+                          : text + "\n  replayed as node " + std::to_string(tls_replay.node + 1) +
+                                " of " + std::to_string(tls_replay.count) +
+                                " of a CUDA graph (cudaGraphLaunch)";
   tls_last_report = report;
   tls_pending_report = report;
   if (!globals().quiet) std::fprintf(stderr, "%s\n", report.c_str());
@@ -592,10 +598,7 @@ Device* current() {
   return g.devices[static_cast<size_t>(d)];
 }
 
-Stream& stream_of(cudaStream_t s) {
-  if (s != nullptr) return *reinterpret_cast<Stream*>(s);
-  return current()->default_stream;
-}
+Stream& stream_of(cudaStream_t s) { return stream_object(s); }
 
 // What a pointer handed to a copy is.
 enum class Where { Device, Pinned, Host };
@@ -688,6 +691,10 @@ cudaError_t copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cuda
     raw_copy(dst, src, n);
     return cudaSuccess;
   }
+  // A synchronous copy makes the host wait: a capture may forbid it (graph.cpp).
+  if (!async) {
+    if (const cudaError_t e = check_unsafe_call(call); e != cudaSuccess) return fail(e);
+  }
   // Queued on the stream of the current device (a copy that involves another device is a peer
   // copy through it, as the runtime does with unified addressing).
   if (current() == nullptr) return fail(cudaErrorNoDevice);
@@ -695,6 +702,23 @@ cudaError_t copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cuda
   Device& dev = *globals().devices[static_cast<size_t>(s.device)];
   std::lock_guard<std::recursive_mutex> lock(dev.mu);
   const bool pinned_host = dw == Where::Pinned || sw == Where::Pinned;
+  const bool pageable_host = dw == Where::Host || sw == Where::Host;
+  // On a capturing stream the copy becomes a node (the same bytes copied at every replay); a copy
+  // with pageable host memory cannot (nullptr: capture_or_run refuses it).
+  GraphNode node{std::string(call) + " of " + std::to_string(n) + " bytes",
+                 [dst, src, n, call](cudaStream_t) -> cudaError_t {
+                   std::string report;
+                   if (!check_range(dst, n, call, "destination", &report) ||
+                       !check_range(src, n, call, "source", &report)) {
+                     return fail_with(cudaErrorInvalidValue, report);
+                   }
+                   do_copy(dst, src, n);
+                   return cudaSuccess;
+                 }};
+  const cudaError_t captured = capture_or_run(s, call, pageable_host ? nullptr : &node);
+  if (captured == kRecorded) return cudaSuccess;
+  if (captured != cudaSuccess) return fail(captured);
+  if (tls_replay.node < 0) count_submission();
   if (async && pinned_host) {
     // Deferred until the stream's next operation or synchronisation (see runtime_api.h).
     s.pending.push_back(PendingCopy{dst, src, n});
@@ -733,6 +757,14 @@ const char* error_name(cudaError_t e) {
     EMBER_EMU_ERROR(cudaErrorAssert)
     EMBER_EMU_ERROR(cudaErrorMisalignedAddress)
     EMBER_EMU_ERROR(cudaErrorLaunchFailure)
+    EMBER_EMU_ERROR(cudaErrorIllegalState)
+    EMBER_EMU_ERROR(cudaErrorStreamCaptureUnsupported)
+    EMBER_EMU_ERROR(cudaErrorStreamCaptureInvalidated)
+    EMBER_EMU_ERROR(cudaErrorStreamCaptureUnmatched)
+    EMBER_EMU_ERROR(cudaErrorStreamCaptureIsolation)
+    EMBER_EMU_ERROR(cudaErrorStreamCaptureImplicit)
+    EMBER_EMU_ERROR(cudaErrorCapturedEvent)
+    EMBER_EMU_ERROR(cudaErrorStreamCaptureWrongThread)
     EMBER_EMU_ERROR(cudaErrorUnknown)
 #undef EMBER_EMU_ERROR
   }
@@ -856,6 +888,9 @@ cudaError_t cudaDeviceSynchronize() {
   Device* d = current();
   if (d == nullptr) return fail(cudaErrorNoDevice);
   std::lock_guard<std::recursive_mutex> lock(d->mu);
+  if (const cudaError_t e = check_device_wait(current_device_index(), "cudaDeviceSynchronize");
+      e != cudaSuccess)
+    return fail(e);
   drain(d->default_stream);
   return cudaSuccess;
 }
@@ -943,6 +978,19 @@ const char* cudaGetErrorString(cudaError_t error) {
     case cudaErrorAssert: return "device-side assert triggered";
     case cudaErrorMisalignedAddress: return "misaligned address";
     case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaErrorIllegalState: return "operation not permitted in current state";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureUnmatched: return "capture was not initiated in this stream";
+    case cudaErrorStreamCaptureIsolation:
+      return "dependency created on uncaptured work in another stream";
+    case cudaErrorStreamCaptureImplicit:
+      return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorCapturedEvent:
+      return "operation not permitted on an event last recorded in a capturing stream";
+    case cudaErrorStreamCaptureWrongThread:
+      return "attempt to terminate a thread-local capture sequence from another thread";
     case cudaErrorUnknown: return "unknown error";
   }
   return "unknown error";
@@ -955,6 +1003,7 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
   *devPtr = nullptr;
   Device* d = current();
   if (d == nullptr) return fail(cudaErrorNoDevice);
+  if (const cudaError_t e = check_unsafe_call("cudaMalloc"); e != cudaSuccess) return fail(e);
   if (size == 0) return cudaSuccess;  // CUDA returns a null pointer for 0 bytes
   if (size > globals().device_capacity) return fail(cudaErrorMemoryAllocation);
   void* p = nullptr;
@@ -971,6 +1020,7 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
 
 cudaError_t cudaFree(void* devPtr) {
   if (devPtr == nullptr) return cudaSuccess;
+  if (const cudaError_t e = check_unsafe_call("cudaFree"); e != cudaSuccess) return fail(e);
   int dev = 0;
   Arena* arena = device_arena_of(reinterpret_cast<uintptr_t>(devPtr), &dev);
   if (arena == nullptr) return fail(cudaErrorInvalidValue);
@@ -1000,6 +1050,7 @@ cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags) {
   if (ptr == nullptr || flags > 15) return fail(cudaErrorInvalidValue);
   *ptr = nullptr;
   if (device_count_or_zero() == 0) return fail(cudaErrorNoDevice);
+  if (const cudaError_t e = check_unsafe_call("cudaHostAlloc"); e != cudaSuccess) return fail(e);
   Arena* a = globals().pinned;
   void* p = nullptr;
   {
@@ -1017,6 +1068,7 @@ cudaError_t cudaMallocHost(void** ptr, size_t size) { return cudaHostAlloc(ptr, 
 
 cudaError_t cudaFreeHost(void* ptr) {
   if (ptr == nullptr) return cudaSuccess;
+  if (const cudaError_t e = check_unsafe_call("cudaFreeHost"); e != cudaSuccess) return fail(e);
   Arena* a = globals().pinned;
   if (!a->contains(reinterpret_cast<uintptr_t>(ptr))) return fail(cudaErrorInvalidValue);
   // A deferred copy may still read or write the block: finish every stream's copies first.
@@ -1053,8 +1105,12 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int s
 }
 
 namespace {
-cudaError_t memset_impl(void* p, int value, size_t n, cudaStream_t stream, const char* call) {
+cudaError_t memset_impl(void* p, int value, size_t n, cudaStream_t stream, bool async,
+                        const char* call) {
   if (n == 0) return cudaSuccess;
+  if (!async) {
+    if (const cudaError_t e = check_unsafe_call(call); e != cudaSuccess) return fail(e);
+  }
   int dev = 0;
   if (device_arena_of(reinterpret_cast<uintptr_t>(p), &dev) == nullptr) {
     return fail_with(cudaErrorInvalidValue,
@@ -1067,6 +1123,19 @@ cudaError_t memset_impl(void* p, int value, size_t n, cudaStream_t stream, const
   Stream& s = stream_of(stream);
   Device& d = *globals().devices[static_cast<size_t>(s.device)];
   std::lock_guard<std::recursive_mutex> lock(d.mu);
+  GraphNode node{std::string(call) + " of " + std::to_string(n) + " bytes",
+                 [p, value, n, call](cudaStream_t) -> cudaError_t {
+                   std::string report;
+                   if (!check_range(p, n, call, "destination", &report))
+                     return fail_with(cudaErrorInvalidValue, report);
+                   mark_written(p, nullptr, n);
+                   raw_fill(p, value, n);
+                   return cudaSuccess;
+                 }};
+  const cudaError_t captured = capture_or_run(s, call, &node);
+  if (captured == kRecorded) return cudaSuccess;
+  if (captured != cudaSuccess) return fail(captured);
+  if (tls_replay.node < 0) count_submission();
   drain(s);
   mark_written(p, nullptr, n);
   raw_fill(p, value, n);
@@ -1075,10 +1144,10 @@ cudaError_t memset_impl(void* p, int value, size_t n, cudaStream_t stream, const
 }  // namespace
 
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
-  return memset_impl(devPtr, value, count, nullptr, "cudaMemset");
+  return memset_impl(devPtr, value, count, nullptr, false, "cudaMemset");
 }
 cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
-  return memset_impl(devPtr, value, count, stream, "cudaMemsetAsync");
+  return memset_impl(devPtr, value, count, stream, true, "cudaMemsetAsync");
 }
 
 cudaError_t cudaMemcpyToSymbolBytes(void* symbol, const void* src, size_t count, size_t offset) {
@@ -1095,17 +1164,23 @@ cudaError_t cudaMemcpyFromSymbolBytes(void* dst, const void* symbol, size_t coun
 struct CUevent_st {
   bool recorded = false;
   bool timing = true;
+  bool captured = false;  // last recorded inside a capture: it stands for a point in a graph
   Stream* stream = nullptr;
   double ms = 0;
 };
 
-cudaError_t cudaStreamCreate(cudaStream_t* stream) {
-  if (stream == nullptr) return fail(cudaErrorInvalidValue);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
+  if (stream == nullptr || (flags & ~cudaStreamNonBlocking) != 0) return fail(cudaErrorInvalidValue);
   if (current() == nullptr) return fail(cudaErrorNoDevice);
   auto* s = new Stream();
   s->device = tls_current_device;
+  s->blocking = (flags & cudaStreamNonBlocking) == 0;
   *stream = reinterpret_cast<cudaStream_t>(s);
   return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  return cudaStreamCreateWithFlags(stream, cudaStreamDefault);
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
@@ -1113,21 +1188,33 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   Stream* s = reinterpret_cast<Stream*>(stream);
   {
     std::lock_guard<std::recursive_mutex> lock(globals().devices[static_cast<size_t>(s->device)]->mu);
+    if (s->capture != nullptr) {
+      publish_report("ember emulator: cudaStreamDestroy on a capturing stream: end the capture "
+                     "(cudaStreamEndCapture) first");
+      return fail(cudaErrorIllegalState);
+    }
     drain(*s);
   }
   delete s;
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+namespace {
+cudaError_t stream_wait(cudaStream_t stream, const char* call) {
   if (current() == nullptr) return fail(cudaErrorNoDevice);
   Stream& s = stream_of(stream);
   std::lock_guard<std::recursive_mutex> lock(globals().devices[static_cast<size_t>(s.device)]->mu);
+  if (const cudaError_t e = check_stream_wait(s, call); e != cudaSuccess) return fail(e);
   drain(s);
   return cudaSuccess;
 }
+}  // namespace
 
-cudaError_t cudaStreamQuery(cudaStream_t stream) { return cudaStreamSynchronize(stream); }
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  return stream_wait(stream, "cudaStreamSynchronize");
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream) { return stream_wait(stream, "cudaStreamQuery"); }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   if (event == nullptr) return fail(cudaErrorInvalidValue);
@@ -1144,7 +1231,18 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (current() == nullptr) return fail(cudaErrorNoDevice);
   Stream& s = stream_of(stream);
   std::lock_guard<std::recursive_mutex> lock(globals().devices[static_cast<size_t>(s.device)]->mu);
+  if (s.capture != nullptr) {
+    // A point inside the graph being recorded. One captured stream is one chain of nodes, so
+    // a wait for it within the same capture needs no node of its own.
+    event->recorded = true;
+    event->captured = true;
+    event->stream = &s;
+    return cudaSuccess;
+  }
+  if (const cudaError_t e = capture_or_run(s, "cudaEventRecord", nullptr); e != cudaSuccess)
+    return fail(e);  // the legacy stream while a blocking stream captures
   event->recorded = true;
+  event->captured = false;
   event->stream = &s;
   // Everything queued before the event has run, except deferred copies: the event completes
   // when they do (cudaEventQuery / cudaEventSynchronize run them).
@@ -1156,6 +1254,11 @@ namespace {
 cudaError_t complete(cudaEvent_t event) {
   if (event == nullptr) return fail(cudaErrorInvalidResourceHandle);
   if (!event->recorded) return cudaSuccess;  // never recorded: complete, as in CUDA
+  if (event->captured) {
+    publish_report("ember emulator: waiting for (or querying) an event last recorded inside a "
+                   "stream capture: it marks a point of a graph, not of work that runs");
+    return fail(cudaErrorCapturedEvent);
+  }
   if (event->ms < 0) {
     Stream& s = *event->stream;
     std::lock_guard<std::recursive_mutex> lock(globals().devices[static_cast<size_t>(s.device)]->mu);
@@ -1169,8 +1272,27 @@ cudaError_t complete(cudaEvent_t event) {
 cudaError_t cudaEventQuery(cudaEvent_t event) { return complete(event); }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) { return complete(event); }
 
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  if (event == nullptr) return fail(cudaErrorInvalidResourceHandle);
+  if (flags != 0) return fail(cudaErrorInvalidValue);
+  if (current() == nullptr) return fail(cudaErrorNoDevice);
+  Stream& s = stream_of(stream);
+  std::lock_guard<std::recursive_mutex> lock(globals().devices[static_cast<size_t>(s.device)]->mu);
+  if (event->recorded && event->captured) {
+    if (s.capture != nullptr && event->stream == &s) return cudaSuccess;  // same chain: in order
+    publish_report("ember emulator: cudaStreamWaitEvent on an event recorded inside a capture, by "
+                   "another stream: a capture that spans several streams is not emulated");
+    return fail(cudaErrorStreamCaptureUnsupported);
+  }
+  // Work runs when it is queued here, so whatever the event marks has run, except deferred
+  // copies: run them. Inside a capture the wait orders nothing that is recorded.
+  if (event->recorded && event->stream != nullptr && event->stream != &s) drain(*event->stream);
+  return cudaSuccess;
+}
+
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   if (ms == nullptr || start == nullptr || end == nullptr) return fail(cudaErrorInvalidValue);
+  if (start->captured || end->captured) return fail(cudaErrorCapturedEvent);
   if (!start->timing || !end->timing) return fail(cudaErrorInvalidResourceHandle);
   if (!start->recorded || !end->recorded || start->ms < 0 || end->ms < 0) return fail(cudaErrorNotReady);
   *ms = static_cast<float>(end->ms - start->ms);

@@ -12,10 +12,15 @@
 //   - each reports compute capability 9.0 and the limits of an H100 (1024 threads per block,
 //     48 KiB of shared memory per block without opt-in, 65535 blocks in y and z), and
 //     EMBER_EMULATED_MEMORY bytes of memory (default 4 GiB) that cudaMalloc really runs out of;
-//   - one in-order stream per device: a kernel runs to completion when it is launched (its blocks
-//     spread over the CPU's threads); a cudaMemcpyAsync to or from pinned host memory is
-//     deferred until the next operation on the stream or the next synchronisation, so host code
-//     that reads a non_blocking copy's destination too early sees stale bytes, as on a GPU.
+//   - in-order streams: a kernel runs to completion when it is launched (its blocks spread over
+//     the CPU's threads), so streams never run concurrently; a cudaMemcpyAsync to or from pinned
+//     host memory is deferred until the next operation on the stream or the next
+//     synchronisation, so host code that reads a non_blocking copy's destination too early sees
+//     stale bytes, as on a GPU;
+//   - stream capture and CUDA graphs (kernels/cuda/emulator/graph.cpp): while a stream captures,
+//     its kernels, copies and memsets are recorded (a kernel's arguments copied by value) instead
+//     of run; cudaGraphLaunch runs the recorded work in order under the checkers. The calls a
+//     capture forbids fail with the error codes a GPU returns.
 #pragma once
 
 #include <cstddef>
@@ -40,6 +45,7 @@ enum cudaError_t {
   cudaErrorNoKernelImageForDevice = 209,
   cudaErrorPeerAccessUnsupported = 217,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorIllegalState = 401,
   cudaErrorNotReady = 600,
   cudaErrorIllegalAddress = 700,
   cudaErrorLaunchOutOfResources = 701,
@@ -48,6 +54,13 @@ enum cudaError_t {
   cudaErrorAssert = 710,
   cudaErrorMisalignedAddress = 716,
   cudaErrorLaunchFailure = 719,
+  cudaErrorStreamCaptureUnsupported = 900,   // the operation is not permitted while capturing
+  cudaErrorStreamCaptureInvalidated = 901,   // an earlier error invalidated the capture
+  cudaErrorStreamCaptureUnmatched = 903,     // the capture was not begun on this stream
+  cudaErrorStreamCaptureIsolation = 905,     // a dependency would cross the capture's boundary
+  cudaErrorStreamCaptureImplicit = 906,      // the legacy stream would depend on a capture
+  cudaErrorCapturedEvent = 907,              // the event was last recorded in a capture
+  cudaErrorStreamCaptureWrongThread = 908,   // ended by another thread than the one that began it
   cudaErrorUnknown = 999,
 };
 
@@ -91,10 +104,34 @@ constexpr unsigned int cudaEventDefault = 0;
 constexpr unsigned int cudaEventBlockingSync = 1;
 constexpr unsigned int cudaEventDisableTiming = 2;
 
+constexpr unsigned int cudaStreamDefault = 0;
+constexpr unsigned int cudaStreamNonBlocking = 1;  // not implicitly ordered with the legacy stream
+
+// Which threads a capture forbids the "potentially unsafe" calls (cudaMalloc, cudaFree, a
+// synchronous copy, a device synchronisation, ...) to: every thread whose own mode is Global
+// (Global), only the capturing thread (ThreadLocal), none (Relaxed). A thread's own mode is
+// Global unless cudaThreadExchangeStreamCaptureMode changed it.
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2,
+};
+
 struct CUstream_st;
 struct CUevent_st;
+struct CUgraph_st;
+struct CUgraphExec_st;
+struct CUgraphNode_st;
 using cudaStream_t = CUstream_st*;  // nullptr (0) is the legacy default stream of the device
 using cudaEvent_t = CUevent_st*;
+using cudaGraph_t = CUgraph_st*;          // a captured sequence of work
+using cudaGraphExec_t = CUgraphExec_st*;  // a graph instantiated for launching
+using cudaGraphNode_t = CUgraphNode_st*;
 
 // cudaDeviceProp with the fields a program asks about; the rest of CUDA's struct is left out.
 struct cudaDeviceProp {
@@ -171,6 +208,8 @@ cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t 
 
 // ---- streams and events --------------------------------------------------------------------------
 cudaError_t cudaStreamCreate(cudaStream_t* stream);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags = 0);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaStreamQuery(cudaStream_t stream);
@@ -181,6 +220,18 @@ cudaError_t cudaEventQuery(cudaEvent_t event);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
+
+// ---- stream capture and graphs (kernels/cuda/emulator/graph.cpp) --------------------------------
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status);
+cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 
 // ---- kernels and module symbols ------------------------------------------------------------------
 // Every function the emulator runs exists in this build (there is no GPU binary that could be

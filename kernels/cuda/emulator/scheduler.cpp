@@ -485,6 +485,8 @@ Pool& pool() {
 
 thread_local std::unique_ptr<Worker> tls_host_worker;
 
+}  // namespace
+
 // The configuration errors a GPU gives at launch; "" when the launch is fine.
 cudaError_t check_config(const LaunchConfig& c, std::string* why) {
   const dim3 g = c.grid, b = c.block;
@@ -506,8 +508,6 @@ cudaError_t check_config(const LaunchConfig& c, std::string* why) {
   }
   return cudaSuccess;
 }
-
-}  // namespace
 
 void raise_dynamic_shared_limit(int bytes) {
   int cur = g_max_dynamic_shared.load();
@@ -684,8 +684,8 @@ using namespace detail;
 
 // ---- launches ---------------------------------------------------------------------------------------
 
-void run_grid(const LaunchConfig& config, void (*body)(void*), void* closure, const void* params,
-              size_t params_size) {
+cudaError_t run_grid(const LaunchConfig& config, void (*body)(void*), void* closure,
+                     const void* params, size_t params_size) {
   if (tls_thread != nullptr) {
     std::fprintf(stderr, "ember emulator: a kernel launched a kernel (dynamic parallelism is not "
                          "emulated)\n");
@@ -694,7 +694,7 @@ void run_grid(const LaunchConfig& config, void (*body)(void*), void* closure, co
   Globals& gl = globals();
   if (gl.devices.empty()) {
     set_last_error(cudaErrorNoDevice);
-    return;
+    return cudaErrorNoDevice;
   }
   std::string why;
   const cudaError_t bad = check_config(config, &why);
@@ -702,8 +702,9 @@ void run_grid(const LaunchConfig& config, void (*body)(void*), void* closure, co
     publish_report("ember emulator: launch of " + std::string(config.kernel) + " at " +
                    relative_path(config.file) + ":" + std::to_string(config.line) + ": " + why);
     set_last_error(bad);
-    return;
+    return bad;
   }
+  if (tls_replay.node < 0) count_submission();  // a graph's nodes are not the host's launches
   const int device = config.stream != nullptr ? reinterpret_cast<Stream*>(config.stream)->device
                                               : current_device_index();
   Device& dev = *gl.devices[static_cast<size_t>(device)];
@@ -735,7 +736,9 @@ void run_grid(const LaunchConfig& config, void (*body)(void*), void* closure, co
   if (g.faulted.load()) {
     publish_report(g.report);
     set_last_error(g.error);
+    return g.error;
   }
+  return cudaSuccess;
 }
 
 void enter_kernel_code() {
@@ -748,8 +751,22 @@ void* dynamic_shared_memory() {
   return t != nullptr ? t->block->dynamic_shared : nullptr;
 }
 
+namespace detail {
+namespace {
+std::atomic<int64_t> g_submissions{0}, g_graph_launches{0};
+}  // namespace
+thread_local ReplayPosition tls_replay;
+void count_submission() { g_submissions.fetch_add(1, std::memory_order_relaxed); }
+void count_graph_launch() {
+  g_graph_launches.fetch_add(1, std::memory_order_relaxed);
+  count_submission();
+}
+}  // namespace detail
+
 Stats stats() {
   Stats s;
+  s.submissions = g_submissions.load();
+  s.graph_launches = g_graph_launches.load();
   s.launches = g_launches.load();
   s.blocks = g_blocks.load();
   s.threads = g_threads.load();
