@@ -170,7 +170,9 @@ def make_prepare_adam(fused):
         opt.step()  # the first step also allocates the state: not timed
         bad = (mismatch("param", p, p_ref, 1e-7, 1e-6)
                or mismatch("exp_avg", opt.state[p]["exp_avg"], m, 1e-9, 1e-6)
-               or mismatch("exp_avg_sq", opt.state[p]["exp_avg_sq"], v, 1e-12, 1e-6))
+               # PyTorch's fused kernel forms 1 - beta2 in float32 (0.00099998713 for 0.001):
+               # a relative error of 1.3e-5 in every second moment, seen on an H200.
+               or mismatch("exp_avg_sq", opt.state[p]["exp_avg_sq"], v, 1e-12, 3e-5))
         return opt.step, 7 * 4 * n, bad
 
     return prepare

@@ -29,7 +29,10 @@ and convolutions, as in ember, unless --tf32. --compile (torch.compile, PyTorch 
 the batch copied into static input tensors) add Table 3, unsplit steps/s only; they are what
 PyTorch offers against per-op launch overhead, which dominates these small models. Before timing
 on CUDA, one forward and backward is checked against a CPU copy of the same weights (loss within
-1e-5 + 1e-4 |cpu|, gradients within 1e-3 max|g| + 1e-3 |g|): FAIL replaces the numbers if not.
+1e-5 + 1e-4 |cpu|, gradients within 1e-3 max|g| + 1e-3 |g|). PyTorch is the reference, so a
+difference is printed as a NOTE and the numbers stay: its cuDNN may choose FFT or Winograd
+algorithms whose float32 error exceeds that tolerance (seen on an H200 for cats_vs_dogs), and those
+are what its users run.
 
     /usr/bin/python3 bench/pytorch/bench_train.py --device cpu --threads 2
     python3 bench/pytorch/bench_train.py --device cuda --compile --cuda-graphs --json train.json
@@ -320,10 +323,15 @@ def check_against_cpu(model_name, x_all, y_all, batch, device, seed):
 def measure(args, model_name, batch, x_all, y_all, device):
     """dict with steps_per_s (headline), split_steps_per_s, per-step seconds per phase, steps,
     or {'fail': why}."""
+    check = ""
     if device.type == "cuda":
-        why = check_against_cpu(model_name, x_all, y_all, batch, device, args.seed)
-        if why:
-            return {"fail": why}
+        # PyTorch is the reference here, so a difference does not hide its numbers: its cuDNN
+        # may pick algorithms (FFT, Winograd) whose float32 error exceeds the tolerance, and that
+        # is what its users get. The table says so next to the numbers.
+        check = check_against_cpu(model_name, x_all, y_all, batch, device, args.seed)
+        if check:
+            print(f"NOTE {model_name} {device.type} batch {batch}: the GPU's forward and backward "
+                  f"differ from the CPU's beyond the tolerance ({check}); timed anyway")
     model, criterion, optimizer = make_trainer(model_name, device, args.seed)
     source = BatchSource(x_all, y_all, batch, device, args.seed)
     warm = max(args.warmup, 1)
@@ -344,7 +352,7 @@ def measure(args, model_name, batch, x_all, y_all, device):
         return {"fail": f"the loss is {loss.item()} after the timed steps"}
     return {"steps_per_s": statistics.median(plain_rates or split_rates),
             "split_steps_per_s": statistics.median(split_rates), "per_step": per_step,
-            "steps": steps}
+            "steps": steps, "check": check}
 
 
 def measure_fast(args, model_name, batch, x_all, y_all, device, mode):

@@ -200,6 +200,9 @@ def main():
     args = ap.parse_args()
 
     device = torch.device(args.device)
+    if device.type == "cuda" and device.index is None:
+        # "cuda" names the current device; set_device and the CUDA-graph pool want its index.
+        device = torch.device("cuda", torch.cuda.current_device() if torch.cuda.is_available() else 0)
     if device.type == "cuda" and not torch.cuda.is_available():
         sys.exit("mnist_gpu: no CUDA device visible to PyTorch (use --device cpu for a smoke test)")
     if args.cuda_graphs and device.type != "cuda":

@@ -33,12 +33,11 @@
 // Auto picks per pass (the rules and their reasoning: choose_*_algo in conv_index.h):
 //   forward          ImplicitGemm when K <= 64 and the kernel fills the GPU (or the layer is
 //                    tiny), else Im2colGemm;
-//   input gradient   ImplicitGemm when additionally both strides are 1, else Im2colGemm;
+//   input gradient   Im2colGemm (col2im): measured faster on every seed layer;
 //   weight gradient  Im2colGemm.
-// For the seed CNNs (on an H100) that is the implicit kernel for every forward pass and input
-// gradient except those of cats_vs_dogs's third layer (128 filters; its input gradient, 64 tiles
-// over a depth of 3200, is too few blocks for 132 SMs), and im2col + cuBLAS for every weight
-// gradient. tests/test_conv_cuda.cpp spells these choices out.
+// For the seed CNNs (on an H100) that is the implicit kernel for every forward pass except
+// cats_vs_dogs's third layer (128 filters), and im2col + cuBLAS for every gradient.
+// tests/test_conv_cuda.cpp spells these choices out.
 //
 // Determinism: no atomics anywhere; every sum runs in an order fixed by the geometry (col2im
 // loops over the taps in order, the bias gradient reduces with a fixed shuffle tree), so results

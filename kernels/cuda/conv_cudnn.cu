@@ -21,12 +21,17 @@
 // Precision. float32 runs with CUDNN_FMA_MATH — plain FP32 multiply-adds, no TF32 tensor cores —
 // unless ember::cuda::set_allow_tf32(true) (kernels/cuda/gemm.cu) allows TF32, in which case
 // cuDNN's default math may use it. (PyTorch's torch.backends.cudnn.allow_tf32 defaults to true:
-// compare timings with that in mind.) float64 runs in double.
+// compare timings with that in mind.) float64 runs in double. Without TF32 the search also skips
+// the FFT and Winograd algorithms: they compute the convolution through a transform whose
+// float32 rounding error grows with the values' range, far beyond what direct sums make (on an
+// H200 they missed ember's float32 tolerance on the seed models' layers, bench/RESULTS.md), so
+// they belong with the other fast-math switch. EMBER_CUDNN_VERBOSE=1 prints each choice.
 //
 // Memory. Workspaces come from ember's caching allocator (a uint8 tensor per call, cached after
-// the first step); the search may use up to kWorkspaceLimit. Handles: one per device, created on
-// first use, bound to ember's stream at every call and never destroyed — the reasons are those
-// of the cuBLAS handles in kernels/cuda/gemm.cu. Descriptors and chosen algorithms are kept per
+// the first step; during a CUDA graph capture, from the graph's pool); the search may use up to
+// kWorkspaceLimit. Handles: one per device, created on first use (never inside a capture: warm
+// up first), bound to the calling thread's current stream at every call and never destroyed —
+// the reasons are those of the cuBLAS handles in kernels/cuda/gemm.cu. Descriptors and chosen algorithms are kept per
 // (device, dtype, TF32 switch, geometry), also for the life of the process.
 //
 // Threads. One mutex covers the plan cache and each whole call: the convolution descriptor's
@@ -48,6 +53,8 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -103,6 +110,9 @@ int current_device() {
 cudnnHandle_t current_handle(int device) {
   cudnnHandle_t handle = g_handles[device].load(std::memory_order_acquire);
   if (handle == nullptr) {
+    refuse_in_capture("the first cuDNN convolution on this device",
+                      "cuDNN creates its handle then, which allocates memory outside any graph. "
+                      "Run the step eagerly at least once before capturing it (warm-up)");
     const std::lock_guard<std::mutex> lock(g_handles_mutex);
     handle = g_handles[device].load(std::memory_order_relaxed);
     if (handle == nullptr) {
@@ -199,11 +209,62 @@ struct Scalars {
   const void* one() const { return f64 ? static_cast<const void*>(&d[1]) : &f[1]; }
 };
 
+// The algorithms that go through a transform (FFT, Winograd): fast, but not exact enough for
+// float32 without the fast-math switch (see Precision at the top).
+bool transform_algo(Pass pass, int algo) {
+  switch (pass) {
+    case kForward:
+      return algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+             algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
+             algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+    case kBackwardData:
+      return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
+             algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+             algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD ||
+             algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+    case kBackwardFilter:
+      return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
+             algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+             algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+  }
+  return false;
+}
+
+const char* pass_name(Pass pass) {
+  return pass == kForward ? "forward" : pass == kBackwardData ? "input gradient" : "weight gradient";
+}
+
 // The search, common to the three passes: `size_of(algo, &bytes)` asks one algorithm's
 // workspace, `find(count, &returned, perf, ws, ws_bytes)` times them all, `heuristic(count,
-// &returned, perf)` is the fallback. Perf is cuDNN's result struct of the pass.
+// &returned, perf)` is the fallback. Perf is cuDNN's result struct of the pass. `exact`: no
+// tensor-op math and no transform algorithms (float32 without TF32).
 template <typename Perf, typename SizeOf, typename FindFn, typename Heuristic>
-Choice choose(int device, int algo_count, SizeOf size_of, FindFn find, Heuristic heuristic) {
+Choice choose(int device, Pass pass, bool exact, const ConvGeometry& g, int algo_count,
+              SizeOf size_of, FindFn find, Heuristic heuristic) {
+  refuse_in_capture("a cuDNN convolution of a new shape",
+                    "cuDNN's algorithm search (cudnnFind...) times every algorithm, waiting for "
+                    "the GPU. Run the step eagerly at least once before capturing it (warm-up), "
+                    "so that each shape has its algorithm");
+  const auto usable = [&](const Perf& p, size_t limit) {
+    if (p.status != CUDNN_STATUS_SUCCESS || p.memory > limit) return false;
+    const bool tensor_ops = p.mathType == CUDNN_TENSOR_OP_MATH ||
+                            p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    return !exact || (!tensor_ops && !transform_algo(pass, static_cast<int>(p.algo)));
+  };
+  const auto chosen = [&](const Perf& p, const char* how) {
+    if (const char* v = std::getenv("EMBER_CUDNN_VERBOSE"); v != nullptr && v[0] == '1') {
+      std::fprintf(stderr,
+                   "ember cuDNN: conv2d %s [%lld,%lld,%lld,%lld]x[%lld,%lld,%lld,%lld]: algo %d "
+                   "(%s, math %d, workspace %zu bytes)%s\n",
+                   pass_name(pass), static_cast<long long>(g.N), static_cast<long long>(g.C),
+                   static_cast<long long>(g.H), static_cast<long long>(g.W),
+                   static_cast<long long>(g.K), static_cast<long long>(g.C),
+                   static_cast<long long>(g.R), static_cast<long long>(g.S),
+                   static_cast<int>(p.algo), how, static_cast<int>(p.mathType), p.memory,
+                   exact ? ", exact algorithms only" : "");
+    }
+    return Choice{true, static_cast<int>(p.algo), p.mathType, p.memory};
+  };
   // A workspace as large as the hungriest algorithm wants, within the limit.
   size_t ws_bytes = 0;
   for (int a = 0; a < algo_count; ++a) {
@@ -226,16 +287,16 @@ Choice choose(int device, int algo_count, SizeOf size_of, FindFn find, Heuristic
   int returned = 0;
   EMBER_CUDNN_CHECK(find(requested, &returned, perf, ws_ptr, ws_bytes));
   for (int i = 0; i < returned; ++i) {  // sorted fastest first
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_bytes)
-      return Choice{true, static_cast<int>(perf[i].algo), perf[i].mathType, perf[i].memory};
+    if (usable(perf[i], ws_bytes)) return chosen(perf[i], "fastest measured");
   }
   EMBER_CUDNN_CHECK(heuristic(requested, &returned, perf));
   for (int i = 0; i < returned; ++i) {
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kWorkspaceLimit)
-      return Choice{true, static_cast<int>(perf[i].algo), perf[i].mathType, perf[i].memory};
+    if (usable(perf[i], kWorkspaceLimit)) return chosen(perf[i], "cuDNN's heuristic");
   }
-  throw DeviceError("conv2d (cuDNN): cuDNN offers no algorithm for this convolution within a "
-                    "workspace of 512 MiB; use ember's own kernels (ConvBackend::Native)");
+  throw DeviceError(detail::concat(
+      "conv2d (cuDNN): cuDNN offers no ", exact ? "exact float32 " : "", "algorithm for this ",
+      pass_name(pass), " within a workspace of 512 MiB; use ember's own kernels "
+      "(ConvBackend::Native)", exact ? " or allow TF32 (ember::cuda::set_allow_tf32(true))" : ""));
 }
 
 // Under FMA-only math a choice keeps that restriction, whatever the search reports.
@@ -255,7 +316,7 @@ void cudnn_conv2d_forward(DType dtype, const ConvGeometry& g, const void* x, con
   if (!c.found) {
     EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.math));
     c = choose<cudnnConvolutionFwdAlgoPerf_t>(
-        device, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+        device, kForward, plan.math == CUDNN_FMA_MATH, g, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
         [&](int a, size_t* bytes) {
           return cudnnGetConvolutionForwardWorkspaceSize(
               h, plan.x, plan.w, plan.conv, plan.y, static_cast<cudnnConvolutionFwdAlgo_t>(a),
@@ -291,7 +352,7 @@ void cudnn_conv2d_backward_input(DType dtype, const ConvGeometry& g, const void*
   if (!c.found) {
     EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.math));
     c = choose<cudnnConvolutionBwdDataAlgoPerf_t>(
-        device, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+        device, kBackwardData, plan.math == CUDNN_FMA_MATH, g, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
         [&](int a, size_t* bytes) {
           return cudnnGetConvolutionBackwardDataWorkspaceSize(
               h, plan.w, plan.y, plan.conv, plan.x,
@@ -326,7 +387,7 @@ void cudnn_conv2d_backward_weight(DType dtype, const ConvGeometry& g, const void
   if (!c.found) {
     EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.math));
     c = choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
-        device, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+        device, kBackwardFilter, plan.math == CUDNN_FMA_MATH, g, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
         [&](int a, size_t* bytes) {
           return cudnnGetConvolutionBackwardFilterWorkspaceSize(
               h, plan.x, plan.y, plan.conv, plan.w,

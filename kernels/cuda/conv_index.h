@@ -400,7 +400,8 @@ inline int64_t images_per_chunk(int64_t N, int64_t scratch_per_image, int64_t in
 
 // ---- what ConvAlgo::Auto runs --------------------------------------------------------------------
 //
-// Nothing here is measured (ember's bench does that); the rules follow from what each path costs.
+// The forward rule follows from what each path costs; the input-gradient rule was changed by the
+// first measurement on a GPU (below). bench_conv measures both paths on the seed models' layers.
 //
 // The im2col path writes the column matrix (R*S copies of the input: N*C*R*S*P*Q elements) and
 // reads it back in the GEMM: 2 * elem_size bytes per column element, and each column element
@@ -422,9 +423,13 @@ inline int64_t images_per_chunk(int64_t N, int64_t scratch_per_image, int64_t in
 // Otherwise im2col + cuBLAS: many filters amortise the columns, and cuBLAS's better GEMM (and
 // its split of long depths over idle SMs) wins.
 //
-// Input gradient: the same rule on the transposed problem (columns C, depth K*R*S), and
-// additionally only with stride 1: with stride s the implicit kernel would multiply zeros for all
-// but 1/(s_h*s_w) of the depth, while col2im visits only the live taps.
+// Input gradient: always im2col + cuBLAS (col2im). By the reasoning above the implicit kernel
+// should win on the transposed problem (columns C, depth K*R*S) when C is small, but the first
+// measurements on a GPU (an H200, bench/RESULTS.md "GPU check") put it 2 to 22 times behind
+// col2im + cuBLAS on every layer of the seed models: its columns are the input channels, often 1
+// to 6 of a 64-wide tile, and each of its A elements costs an output_tap lookup. With stride s it
+// would also multiply zeros for all but 1/(s_h*s_w) of the depth. ConvAlgo::ImplicitGemm still
+// runs it when asked.
 //
 // Weight gradient: always im2col + cuBLAS (the only path): dW [K, CRS] is small and its depth is
 // the whole batch (N*P*Q), exactly the shape where cuBLAS's split of the depth is needed.
@@ -445,11 +450,8 @@ inline ConvAlgo choose_forward_algo(const ConvGeometry& g, int sm_count) {
                                                                         : ConvAlgo::Im2colGemm;
 }
 
-inline ConvAlgo choose_backward_input_algo(const ConvGeometry& g, int sm_count) {
-  if (g.stride_h != 1 || g.stride_w != 1 || !implicit_backward_input_fits(g))
-    return ConvAlgo::Im2colGemm;
-  return implicit_pays(g.N * g.H * g.W, g.C, g.K * g.R * g.S, sm_count) ? ConvAlgo::ImplicitGemm
-                                                                        : ConvAlgo::Im2colGemm;
+inline ConvAlgo choose_backward_input_algo(const ConvGeometry& /*g*/, int /*sm_count*/) {
+  return ConvAlgo::Im2colGemm;
 }
 
 inline ConvAlgo choose_backward_weight_algo(const ConvGeometry& /*g*/) {
