@@ -37,15 +37,27 @@ struct StridedLoop {
 // order, i in [0, numel). This is how a CUDA thread that owns element i finds its operands:
 // peel the coordinates off i from the innermost dimension outwards (i % size, i / size) and
 // dot them with each operand's strides. The CPU tests check it against a nested-loop walk.
-template <int N>
-EMBER_HOST_DEVICE inline void loop_offsets(const StridedLoop<N>& L, int64_t i, int64_t off[N]) {
+// One division per dimension but the outermost (what is left of i there is its coordinate).
+// Index is the type the division runs in: a GPU divides 32-bit integers several times faster
+// than 64-bit ones, so a caller that knows numel < 2^31 may pass uint32_t.
+// (Index is never deduced from i: an int argument must not silently make the walk 32-bit.)
+template <typename T>
+struct NonDeduced {
+  using type = T;
+};
+template <int N, typename Index = int64_t>
+EMBER_HOST_DEVICE inline void loop_offsets(const StridedLoop<N>& L,
+                                           typename NonDeduced<Index>::type i, int64_t off[N]) {
   for (int k = 0; k < N; ++k) off[k] = 0;
-  for (int d = L.ndim - 1; d >= 0; --d) {
-    const int64_t size = L.shape[d];
-    const int64_t c = i % size;
-    i /= size;
+  for (int d = L.ndim - 1; d > 0; --d) {
+    const Index size = static_cast<Index>(L.shape[d]);
+    const Index q = i / size;
+    const int64_t c = static_cast<int64_t>(i - q * size);
+    i = q;
     for (int k = 0; k < N; ++k) off[k] += c * L.strides[k][d];
   }
+  if (L.ndim > 0)
+    for (int k = 0; k < N; ++k) off[k] += static_cast<int64_t>(i) * L.strides[k][0];
 }
 
 }  // namespace ember::kernels

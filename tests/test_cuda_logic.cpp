@@ -161,6 +161,12 @@ void check_loop(const Shape& iter_shape, const std::array<const Tensor*, N>& ops
   for (int64_t i = 0; i < numel; ++i) {
     int64_t got[N];
     kernels::loop_offsets(L, i, got);
+    // The 32-bit walk the GPU kernels take below 2^31 elements finds the same offsets.
+    int64_t got32[N];
+    kernels::loop_offsets<N, uint32_t>(L, static_cast<uint32_t>(i), got32);
+    for (int k = 0; k < N; ++k) {
+      if (got32[k] != got[k]) ++bad_offsets;
+    }
     for (int k = 0; k < N; ++k) {
       int64_t ref = 0;
       for (size_t d = 0; d < nd; ++d) ref += idx[d] * bstride[d][static_cast<size_t>(k)];

@@ -464,7 +464,9 @@ TEST_CASE("cuda sweep: binary ops, same shape and broadcast", "[cuda][cuda-sweep
     pairs.push_back({{{}, Layout::Contiguous}, {{n}, Layout::Strided}});     // 0-d op [n]
     pairs.push_back({{{n}, Layout::Strided}, {{1}, Layout::Contiguous}});    // [n] op [1]
   }
-  std::vector<Shape> mats = {{7, 3}, {33, 1023}, {1023, 33}};
+  // Rows whose length is a multiple of the 16-byte vector (6 x 64, 33 x 1024) take the
+  // row-broadcast path of kernels/cuda/elementwise.cu; the odd ones the strided path.
+  std::vector<Shape> mats = {{7, 3}, {33, 1023}, {1023, 33}, {6, 64}, {33, 1024}};
   if (!small_only()) mats.push_back({2049, 2049});
   for (const Shape& m : mats) {
     const int64_t r = m[0], c = m[1];

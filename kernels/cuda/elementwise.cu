@@ -334,8 +334,9 @@ __global__ void __launch_bounds__(kBlock)
 // is its memory order, so consecutive threads write consecutive output elements (coalesced);
 // inputs are read at their own strides (a transposed input reads with a stride — the price of
 // not copying it; a broadcast input has stride 0 and is one cached value). A 1-d loop (e.g. tensor op scalar, a
-// strided 1-d view) skips the div/mod walk: off[k] = i * stride[k]. No shared memory.
-template <typename F, typename Out, typename... In>
+// strided 1-d view) skips the div/mod walk: off[k] = i * stride[k]. The walk divides in Index
+// (uint32_t below 2^31 elements, see rows_kernel). No shared memory.
+template <typename Index, typename F, typename Out, typename... In>
 __global__ void __launch_bounds__(kBlock)
     strided_kernel(StridedLoop<1 + sizeof...(In)> L, F f, Out* out, const In*... in) {
   constexpr int N = 1 + static_cast<int>(sizeof...(In));
@@ -346,10 +347,74 @@ __global__ void __launch_bounds__(kBlock)
 #pragma unroll
       for (int k = 0; k < N; ++k) off[k] = i * L.strides[k][0];
     } else {
-      loop_offsets(L, i, off);
+      loop_offsets<N, Index>(L, static_cast<Index>(i), off);
     }
     out[off[0]] = apply_at(f, off, std::index_sequence_for<In...>{}, in...);
   }
+}
+
+// V consecutive elements at p, as one vector load when `whole` (p aligned, unit stride), else the
+// one element at p repeated V times (a broadcast operand: stride 0 along the row).
+template <int V, typename T>
+__device__ inline Vec<T, V> load_or_splat(const T* p, bool whole) {
+  if (whole) return load_vec<V>(p);
+  Vec<T, V> r;
+  const T x = *p;
+#pragma unroll
+  for (int e = 0; e < V; ++e) r.v[e] = x;
+  return r;
+}
+
+template <int V, typename Out, typename F, size_t... I, typename... In>
+__device__ inline Vec<Out, V> apply_rows_vec(const F& f, const int64_t* off, unsigned whole,
+                                             std::index_sequence<I...>, const In*... in) {
+  return apply_vec<V, Out>(f, load_or_splat<V>(in + off[I + 1], ((whole >> (I + 1)) & 1u) != 0)...);
+}
+
+// Row-broadcast path: the loop's innermost dimension is dense in the output and, in every input,
+// either dense (stride 1) or broadcast (stride 0) — [R, C] + [C], [R, C] * [R, 1], bias adds. One
+// thread computes V consecutive elements of a row per step: it finds the offsets of the first
+// with loop_offsets (one division per outer dimension, per V elements), then loads each dense
+// input as one 16-byte vector and each broadcast input as one value repeated. Requires the row
+// length to be a multiple of V and the dense operands aligned to V elements at every row start
+// (checked by the launcher), so that a vector never straddles two rows. Memory: as in the
+// contiguous path, a warp's stores are 32 consecutive 16-byte vectors (within one row or two).
+// Index is uint32_t when the loop has fewer than 2^31 elements: 32-bit division is several times
+// cheaper than 64-bit on a GPU, and this path is bound by bytes only if its index math is cheap.
+template <int V, typename Index, typename F, typename Out, typename... In>
+__global__ void __launch_bounds__(kBlock)
+    rows_kernel(StridedLoop<1 + sizeof...(In)> L, unsigned whole, F f, Out* out, const In*... in) {
+  constexpr int N = 1 + static_cast<int>(sizeof...(In));
+  const int64_t nvec = L.numel / V;
+  const int64_t nthreads = global_thread_count();
+  for (int64_t v = global_thread_id(); v < nvec; v += nthreads) {
+    int64_t off[N];
+    loop_offsets<N, Index>(L, static_cast<Index>(v * V), off);
+    store_vec<V>(out + off[0],
+                 apply_rows_vec<V, Out>(f, off, whole, std::index_sequence_for<In...>{}, in...));
+  }
+}
+
+// Can the row-broadcast path take this loop with vectors of V elements? `whole` gets bit k set for
+// each dense operand (the output is bit 0, always dense).
+template <int V, int N>
+bool rows_path(const StridedLoop<N>& L, const void* const (&ptrs)[N], const int (&elem)[N],
+               unsigned* whole) {
+  if (L.ndim < 2 || L.shape[L.ndim - 1] % V != 0) return false;
+  *whole = 0;
+  for (int k = 0; k < N; ++k) {
+    const int64_t inner = L.strides[k][L.ndim - 1];
+    if (inner == 1) {
+      *whole |= 1u << k;
+      if (reinterpret_cast<uintptr_t>(ptrs[k]) % (static_cast<uintptr_t>(elem[k]) * V) != 0)
+        return false;
+      for (int d = 0; d < L.ndim - 1; ++d)  // every row starts aligned too
+        if (L.strides[k][d] % V != 0) return false;
+    } else if (inner != 0 || k == 0) {
+      return false;  // a strided row, or a broadcast output (never made by ember's ops)
+    }
+  }
+  return true;
 }
 
 // The one launcher: picks the path, checks alignment, launches on ember's stream.
@@ -364,8 +429,25 @@ void launch_elementwise(const StridedLoop<1 + sizeof...(In)>& L, const F& f, Out
     const int64_t items = vectorized ? (n + V - 1) / V : n;
     EMBER_LAUNCH(grid_for(items), kBlock, 0, stream(), contiguous_kernel<V>)(n, vectorized, f, out, in...);
     EMBER_LAUNCH_CHECK("elementwise contiguous_kernel");
+    return;
+  }
+  constexpr int N = 1 + static_cast<int>(sizeof...(In));
+  constexpr int V = kVecBytes / max_size<Out, In...>();
+  const void* const ptrs[N] = {out, in...};
+  const int elem[N] = {static_cast<int>(sizeof(Out)), static_cast<int>(sizeof(In))...};
+  unsigned whole = 0;
+  if (V > 1 && rows_path<V>(L, ptrs, elem, &whole)) {
+    if (n <= INT32_MAX) {
+      EMBER_LAUNCH(grid_for(n / V), kBlock, 0, stream(), rows_kernel<V, uint32_t>)(L, whole, f, out, in...);
+    } else {
+      EMBER_LAUNCH(grid_for(n / V), kBlock, 0, stream(), rows_kernel<V, int64_t>)(L, whole, f, out, in...);
+    }
+    EMBER_LAUNCH_CHECK("elementwise rows_kernel");
+  } else if (n <= INT32_MAX) {
+    EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), strided_kernel<uint32_t>)(L, f, out, in...);
+    EMBER_LAUNCH_CHECK("elementwise strided_kernel");
   } else {
-    EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), strided_kernel)(L, f, out, in...);
+    EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), strided_kernel<int64_t>)(L, f, out, in...);
     EMBER_LAUNCH_CHECK("elementwise strided_kernel");
   }
 }
