@@ -14,8 +14,9 @@
 //   B[k, col]          — the same float for all 32 threads (one broadcast, fine);
 // and at the end it writes C[row + 0..31, col], again 32 scattered transactions. Every operand is
 // fetched from L2/DRAM again by every thread that needs it: 2K loads per 2K flops, no reuse
-// beyond what the caches happen to catch. Expect about 1-2% of cuBLAS on an H100: this rung is
-// the baseline every later one is measured against, not a kernel anyone should run.
+// beyond what the caches happen to catch. Measured on an H200 at 4096: 1.0% of cuBLAS
+// (bench/RESULTS.md). This rung is the baseline every later one is measured against, not a
+// kernel anyone should run.
 //
 // The next rung (02_coalesced.cuh) changes only the mapping of threads to (row, col).
 #pragma once

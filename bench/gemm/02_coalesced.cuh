@@ -16,8 +16,8 @@
 // and for C, this rung uses all of them. Why it is faster: the same number of load instructions
 // now move ~8x fewer sectors, so the kernel is limited by L1/L2 bandwidth instead of by the number
 // of transactions. Still no data reuse in registers or shared memory: each element of A and B is
-// loaded from the cache hierarchy once per thread that uses it (2 loads per FMA). Expect about
-// 8-15% of cuBLAS on an H100.
+// loaded from the cache hierarchy once per thread that uses it (2 loads per FMA). Measured on
+// an H200 at 4096: 11.5% of cuBLAS (bench/RESULTS.md).
 //
 // The next rung (03_shared_tiles.cuh) makes a block share what its threads load.
 #pragma once
