@@ -395,19 +395,18 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
-// Can the row-broadcast path take this loop with vectors of V elements? `whole` gets bit k set for
-// each dense operand (the output is bit 0, always dense).
+// Can the row-broadcast path take this loop with vectors of V elements? `aligned[k]`: operand k's
+// pointer is vec_aligned. `whole` gets bit k set for each dense operand (the output is bit 0,
+// always dense).
 template <int V, int N>
-bool rows_path(const StridedLoop<N>& L, const void* const (&ptrs)[N], const int (&elem)[N],
-               unsigned* whole) {
+bool rows_path(const StridedLoop<N>& L, const bool (&aligned)[N], unsigned* whole) {
   if (L.ndim < 2 || L.shape[L.ndim - 1] % V != 0) return false;
   *whole = 0;
   for (int k = 0; k < N; ++k) {
     const int64_t inner = L.strides[k][L.ndim - 1];
     if (inner == 1) {
       *whole |= 1u << k;
-      if (reinterpret_cast<uintptr_t>(ptrs[k]) % (static_cast<uintptr_t>(elem[k]) * V) != 0)
-        return false;
+      if (!aligned[k]) return false;
       for (int d = 0; d < L.ndim - 1; ++d)  // every row starts aligned too
         if (L.strides[k][d] % V != 0) return false;
     } else if (inner != 0 || k == 0) {
@@ -433,10 +432,9 @@ void launch_elementwise(const StridedLoop<1 + sizeof...(In)>& L, const F& f, Out
   }
   constexpr int N = 1 + static_cast<int>(sizeof...(In));
   constexpr int V = kVecBytes / max_size<Out, In...>();
-  const void* const ptrs[N] = {out, in...};
-  const int elem[N] = {static_cast<int>(sizeof(Out)), static_cast<int>(sizeof(In))...};
+  const bool aligned[N] = {vec_aligned<V>(out), vec_aligned<V>(in)...};
   unsigned whole = 0;
-  if (V > 1 && rows_path<V>(L, ptrs, elem, &whole)) {
+  if (V > 1 && rows_path<V>(L, aligned, &whole)) {
     if (n <= INT32_MAX) {
       EMBER_LAUNCH(grid_for(n / V), kBlock, 0, stream(), rows_kernel<V, uint32_t>)(L, whole, f, out, in...);
     } else {
