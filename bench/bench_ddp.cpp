@@ -23,7 +23,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/ember.h"
-#include "dist/dist.h"
+#include "distributed/distributed.h"
 #include "examples/common/models.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -38,9 +38,9 @@ struct Result {
   double step_ms = 0;
 };
 
-Result run(const std::shared_ptr<dist::ProcessGroup>& g, bool overlap, int warmup, int steps, int64_t batch,
+Result run(const std::shared_ptr<distributed::ProcessGroup>& g, bool overlap, int warmup, int steps, int64_t batch,
            double bucket_mb) {
-  dist::ProcessGroup& group = *g;
+  distributed::ProcessGroup& group = *g;
   manual_seed(1);
   auto net = std::make_shared<examples::mnist_mlp::FullyNeuralNetwork>();
   nn::DistributedDataParallelOptions o;
@@ -73,7 +73,7 @@ Result run(const std::shared_ptr<dist::ProcessGroup>& g, bool overlap, int warmu
   r.wait_ms_per_step = 1e3 * model.comm_stats().wait_s / steps;
   // The slowest rank's wait is the one that counts.
   Tensor w = from_vector<double>({r.wait_ms_per_step}, {1}, kFloat64);
-  group.all_reduce(w, dist::ReduceOp::Max);
+  group.all_reduce(w, distributed::ReduceOp::Max);
   r.wait_ms_per_step = w.item();
   return r;
 }
@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
 
   try {
     set_num_threads(threads);
-    auto group = dist::init_process_group();
+    auto group = distributed::init_process_group();
     std::vector<Result> results;
     for (bool overlap : {false, true}) results.push_back(run(group, overlap, warmup, steps, batch, bucket_mb));
     if (group->rank() == 0) {
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
                     100.0 * std::max(0.0, 1.0 - on / off), on, off);
       }
     }
-    dist::destroy_process_group();
+    distributed::destroy_process_group();
   } catch (const Error& e) {
     std::fprintf(stderr, "bench_ddp: %s\n", e.what());
     return 1;

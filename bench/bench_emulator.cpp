@@ -2,7 +2,7 @@
 // kernels on the CPU, and what do its checkers cost?
 //
 // The numbers say nothing about a GPU: the emulator runs every CUDA thread of every kernel as a
-// fiber on the CPU (kernels/cuda/emulator/). They say how long the emulated test suite and an
+// fiber on the CPU (kernels/emulator/). They say how long the emulated test suite and an
 // emulated training step take, and which checker is worth turning off when speed matters
 // (EMBER_EMULATOR_CHECKS, docs/emulator.md).
 //
@@ -24,7 +24,7 @@
 #include "bench/harness.h"
 #include "core/ember.h"
 #include "examples/common/models.h"
-#include "kernels/cuda/emulator/emulator.h"
+#include "kernels/emulator/emulator.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 

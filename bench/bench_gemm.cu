@@ -61,7 +61,7 @@
 #include "bench/gemm/08_tf32_mma.cuh"
 #include "bench/harness.h"
 #include "core/cuda.h"
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemm_plan.h"
 #include "kernels/cuda/launch.cuh"

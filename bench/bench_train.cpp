@@ -86,7 +86,7 @@
 #include "bench/harness.h"
 #include "core/ember.h"
 #ifdef EMBER_CUDA_EMULATED
-#include "kernels/cuda/emulator/emulator.h"
+#include "kernels/emulator/emulator.h"
 #endif
 #include "data/data.h"
 #include "examples/common/models.h"

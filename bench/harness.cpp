@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "core/cuda.h"
-#include "core/error.h"
+#include "kernels/base/error.h"
 
 #ifdef EMBER_WITH_CUDA
 #include <cuda_runtime.h>

@@ -100,7 +100,7 @@ void reset_peak_memory_stats(int index = -1);
 // capture, which cudaFree would break.
 void empty_cache();
 // How often the allocator went to the driver: in a steady training loop these stop growing
-// after the first step (tests/test_cuda_device.cpp checks it).
+// after the first step (tests/core/cuda_device.cpp checks it).
 struct AllocatorStats {
   int64_t cuda_malloc_calls = 0;
   int64_t cuda_free_calls = 0;
@@ -118,7 +118,7 @@ void set_gemm_backend(GemmBackend backend);
 GemmBackend gemm_backend();
 const char* gemm_backend_name(GemmBackend backend);  // "cublas" / "ember"
 
-// ---- the emulation build (kernels/cuda/emulator/, docs/emulator.md) -------------------------------
+// ---- the emulation build (kernels/emulator/, docs/emulator.md) -------------------------------
 // Was ember built with -DEMBER_CUDA=EMULATE, i.e. are the "GPUs" emulated on the CPU? Then
 // is_available() is true without a GPU, and timings say nothing about a real one.
 bool is_emulated();

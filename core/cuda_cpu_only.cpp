@@ -9,7 +9,7 @@
 
 #include "core/cuda.h"
 #include "core/cuda_graph.h"
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/elementwise.h"

@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 
 namespace ember {
 

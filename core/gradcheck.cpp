@@ -5,7 +5,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/ops.h"
-#include "kernels/philox.h"
+#include "kernels/base/philox.h"
 
 namespace ember {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define EMBER_ASAN 1

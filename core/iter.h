@@ -8,7 +8,7 @@
 #include <array>
 
 #include "core/tensor.h"
-#include "kernels/loop.h"
+#include "kernels/base/loop.h"
 
 namespace ember {
 

@@ -1,6 +1,6 @@
 #include "core/random.h"
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "core/tensor.h"
 
 namespace ember {

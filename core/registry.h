@@ -2,7 +2,7 @@
 //
 // One row per op: where its card is, the name of its backward node, and its kernels on each
 // device. The test suite walks this list: an op with no gradcheck case, or no CUDA-vs-CPU case,
-// fails tests/test_registry.cpp, and one without a CUDA kernel fails tests/test_cuda_parity.cpp
+// fails tests/core/registry.cpp, and one without a CUDA kernel fails tests/kernels/cuda_parity.cpp
 // — so an op cannot be added without its tests or without running on both devices.
 #pragma once
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/dtype.h"
+#include "kernels/base/dtype.h"
 
 namespace ember {
 

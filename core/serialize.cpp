@@ -24,7 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 
 #ifndef EMBER_VERSION_STRING
 #define EMBER_VERSION_STRING "unknown"

@@ -90,7 +90,7 @@ class FileSink {
 // Test seam: with the environment variable EMBER_TEST_SAVE_FAULT=kill@K (or pause@K), the K-th
 // atomic write of the process (counted from 1) stops half-way through its temporary file and
 // kills the process with SIGKILL (or prints "ember: EMBER_TEST_SAVE_FAULT: paused ..." to stderr
-// and waits, for a test to kill it): how tests/test_kill_resume.cpp crashes a checkpoint write.
+// and waits, for a test to kill it): how tests/e2e/kill_resume.cpp crashes a checkpoint write.
 void write_file_atomically(const std::string& path, const std::function<void(FileSink&)>& fill,
                            int64_t expected_bytes = -1);
 

@@ -1,6 +1,6 @@
 #include "core/shape.h"
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 
 namespace ember {
 

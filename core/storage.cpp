@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/cuda.h"
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "core/host_memory.h"
 
 namespace ember {

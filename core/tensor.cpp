@@ -16,7 +16,7 @@
 #include "kernels/cpu/random.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/random.h"
-#include "kernels/philox.h"
+#include "kernels/base/philox.h"
 
 namespace ember {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/device.h"
-#include "core/dtype.h"
+#include "kernels/base/dtype.h"
 #include "core/scalar.h"
 #include "core/shape.h"
 #include "core/storage.h"

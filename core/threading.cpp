@@ -1,10 +1,10 @@
 #include "core/threading.h"
 
-#include "kernels/cpu/parallel.h"
+#include "kernels/base/parallel.h"
 
 namespace ember {
 
-int get_num_threads() { return kernels::cpu::num_threads(); }
-void set_num_threads(int n) { kernels::cpu::set_num_threads(n); }
+int get_num_threads() { return kernels::num_threads(); }
+void set_num_threads(int n) { kernels::set_num_threads(n); }
 
 }  // namespace ember

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "core/ops.h"
 #include "data/image_decode.h"
 

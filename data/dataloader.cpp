@@ -41,10 +41,10 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/cuda.h"
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "core/ops.h"
-#include "kernels/cpu/parallel.h"
-#include "kernels/philox.h"
+#include "kernels/base/parallel.h"
+#include "kernels/base/philox.h"
 
 namespace ember::data {
 
@@ -213,8 +213,8 @@ struct DataLoader::Workers {
 
   void run(int w) {
     // One thread per worker, as in PyTorch: the workers run side by side, and the CPU pool stays
-    // free for the training loop (kernels/cpu/parallel.h).
-    kernels::cpu::set_this_thread_serial(true);
+    // free for the training loop (kernels/base/parallel.h).
+    kernels::set_this_thread_serial(true);
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
       work_cv.wait(lock, [&] { return stop || (job && job->claimable()); });

@@ -1,7 +1,7 @@
 // ember/data/dataset.cpp — TensorDataset: a batch is one index_select per tensor.
 #include "data/dataset.h"
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "core/ops.h"
 
 namespace ember::data {

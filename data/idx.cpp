@@ -18,9 +18,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "data/mnist.h"
-#include "kernels/loop.h"
+#include "kernels/base/loop.h"
 
 namespace ember::data {
 

@@ -19,7 +19,7 @@
 #include <jerror.h>
 #include <zlib.h>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 
 namespace ember::data {
 

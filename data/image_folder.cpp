@@ -26,7 +26,7 @@
 #include <mutex>
 #include <thread>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "data/image_decode.h"
 
 namespace ember::data {
@@ -265,7 +265,7 @@ class CacheWriter {
   uint64_t size_ = 0;
 };
 
-// Test seam for the fault tests (tests/test_faults.cpp): EMBER_TEST_CACHE_FAULT makes write_cache
+// Test seam for the fault tests (tests/e2e/faults.cpp): EMBER_TEST_CACHE_FAULT makes write_cache
 // stop half-way through the pixels of its temporary file and
 //   kill    SIGKILL the process (a crash while writing the cache),
 //   pause   print "ember: EMBER_TEST_CACHE_FAULT: paused writing '<tmp>'" to stderr and wait (for

@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "data/idx.h"
 
 namespace ember::data {

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "data/dataloader.h"
 
 namespace ember::data {

@@ -21,7 +21,7 @@ class Sampler {
   virtual int64_t length(int64_t dataset_size) const = 0;
 };
 
-// Each of `num_replicas` processes (the ranks of a dist::ProcessGroup) gets its own share of the
+// Each of `num_replicas` processes (the ranks of a distributed::ProcessGroup) gets its own share of the
 // dataset, all shares of equal length so that every rank runs the same number of steps (a rank
 // with one step more would wait forever in its extra all_reduce):
 //   1. the epoch's order: shuffled_order(N, seed, epoch) with shuffle (the same on every rank,

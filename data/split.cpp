@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "core/ops.h"
 #include "data/dataloader.h"
 

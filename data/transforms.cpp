@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "core/ops.h"
-#include "kernels/philox.h"
+#include "kernels/base/philox.h"
 
 namespace ember::data {
 

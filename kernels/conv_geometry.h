@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "kernels/host_device.h"
+#include "kernels/base/host_device.h"
 
 namespace ember::kernels {
 

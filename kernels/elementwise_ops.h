@@ -11,7 +11,7 @@ enum class UnaryOp { Neg, Exp, Log, Sqrt, Abs, Sign, Relu, Sigmoid, Tanh, Pow, S
 // out = a (op) b. Add and Sub compute a + alpha*b and a - alpha*b.
 // Div is IEEE division for floats; integers are never sent to it (the op card divides them as
 // floats) and get DivTrunc's answer if they are. DivTrunc and DivFloor round the quotient toward
-// zero and toward -inf (kernels/scalar_math.h: no integer input traps).
+// zero and toward -inf (kernels/base/scalar_math.h: no integer input traps).
 // The *Backward ops take (grad, saved output y): ReluBackward = (y <= 0 ? 0 : g) (a NaN y passes
 // g on, as in PyTorch),
 // SigmoidBackward = g*y*(1-y), TanhBackward = g*(1-y*y).

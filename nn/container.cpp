@@ -1,7 +1,7 @@
 // ember/nn/container.cpp — Sequential and Flatten.
 #include "nn/container.h"
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "nn/functional.h"
 
 namespace ember::nn {

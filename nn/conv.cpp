@@ -3,7 +3,7 @@
 // (core/ops/conv2d.cpp, core/ops/pool2d.cpp) through nn::functional.
 #include "nn/conv.h"
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "nn/functional.h"
 #include "nn/init.h"
 

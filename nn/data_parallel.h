@@ -22,7 +22,7 @@
 // loss averaged over the whole batch, is the gradient of the whole batch on one device.
 //
 // Without CUDA, or with a single device, forward simply calls the module. For more speed, or
-// for several machines, use DistributedDataParallel (dist/distributed_data_parallel.h), as
+// for several machines, use DistributedDataParallel (distributed/distributed_data_parallel.h), as
 // PyTorch also recommends: one process per GPU avoids the per-step replication and the threads.
 #pragma once
 

@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "nn/functional.h"
 
 namespace ember::nn {

@@ -2,7 +2,7 @@
 // core ops cannot phrase in nn's terms (features, weights, dropout probability).
 #include "nn/functional.h"
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 
 namespace ember::nn::functional {
 

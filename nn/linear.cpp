@@ -1,7 +1,7 @@
 // ember/nn/linear.cpp — Linear: initialisation, checks that name the layer, and forward.
 #include "nn/linear.h"
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "core/ops.h"
 #include "nn/functional.h"
 #include "nn/init.h"

@@ -1,7 +1,7 @@
 // ember/nn/loss.cpp — the loss modules: checks phrased for the module, then nn::functional.
 #include "nn/loss.h"
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "nn/functional.h"
 
 namespace ember::nn {

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/autograd/grad_mode.h"
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "core/ops.h"
 #include "core/cuda.h"
 #include "kernels/cpu/optim.h"

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "core/autograd/grad_mode.h"
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "core/random.h"
 
 namespace ember::optim {

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "core/autograd/grad_mode.h"
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "core/ops.h"
 
 namespace ember::optim {

@@ -5,7 +5,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
-#include "core/error.h"
+#include "kernels/base/error.h"
 
 namespace ember::optim {
 

@@ -21,7 +21,7 @@
 #include <string>
 
 #include "core/autograd/grad_mode.h"
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "optim/adam.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"

@@ -2,9 +2,9 @@
 //
 // Each case names a registered op, builds its inputs, and says how to call it. One table feeds
 // several tests:
-//   tests/test_gradcheck.cpp    every differentiable case through gradcheck in float64 on CPU;
-//   tests/test_cuda_parity.cpp  every case on CUDA vs CPU: output and every input gradient;
-//   tests/test_registry.cpp     every op in core/registry.cpp has at least one case here.
+//   tests/core/gradcheck.cpp    every differentiable case through gradcheck in float64 on CPU;
+//   tests/kernels/cuda_parity.cpp  every case on CUDA vs CPU: output and every input gradient;
+//   tests/core/registry.cpp     every op in core/registry.cpp has at least one case here.
 // Cases live in tests/cases/<family>.cpp and register themselves with EMBER_OP_CASES.
 #pragma once
 

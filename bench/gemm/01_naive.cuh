@@ -23,7 +23,7 @@
 
 #include <cuda_runtime.h>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace ember::bench::gemm {

@@ -41,7 +41,7 @@
 
 #include <cstdint>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace ember::bench::gemm {

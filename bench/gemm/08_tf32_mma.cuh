@@ -47,7 +47,7 @@
 #include <string>
 
 #include "bench/gemm/06_vectorized.cuh"
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace ember::bench::gemm {

@@ -19,7 +19,7 @@
 //           input's dtype.
 // Saved     true division: b, and a (only if b needs a gradient). Rounded: nothing.
 // Kernels   CPU: kernels/cpu/elementwise.cpp binary(Div, DivTrunc, DivFloor); the quotients are
-//           defined once in kernels/scalar_math.h for both devices.
+//           defined once in kernels/base/scalar_math.h for both devices.
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 

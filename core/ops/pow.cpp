@@ -9,7 +9,7 @@
 //           A bool tensor with an integer p is int64 (PyTorch's promotion of bool and a number).
 // Saved     a, p.
 // Kernels   CPU: kernels/cpu/elementwise.cpp unary(Pow) (x * x for p = 2, sqrt for 0.5, integer
-//           powers by kernels/scalar_math.h int_pow).
+//           powers by kernels/base/scalar_math.h int_pow).
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/ops/common.h"
 

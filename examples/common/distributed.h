@@ -2,7 +2,7 @@
 // cats_vs_dogs): under `mpirun -np N prog --distributed`, the N processes ("ranks") train one
 // model with DistributedDataParallel, each on its share of every epoch.
 //
-// The example targets define EMBER_EXAMPLE_DIST and link ember::dist when CMake found MPI;
+// The example targets define EMBER_EXAMPLE_DIST and link ember::distributed when CMake found MPI;
 // elsewhere (and in the fuzz targets, which compile the examples' sources) --distributed stops
 // with a message saying what to install.
 #pragma once
@@ -17,7 +17,7 @@
 #include "data/data.h"
 #include "nn/nn.h"
 #if defined(EMBER_EXAMPLE_DIST)
-#include "dist/dist.h"
+#include "distributed/distributed.h"
 #endif
 
 namespace examples {
@@ -26,7 +26,7 @@ struct Ranks {
   int rank = 0, size = 1;
   int local_size = 1;  // ranks on this machine
 #if defined(EMBER_EXAMPLE_DIST)
-  std::shared_ptr<ember::dist::ProcessGroup> group;
+  std::shared_ptr<ember::distributed::ProcessGroup> group;
 #endif
 
   // Joins the job mpirun started. Ranks other than 0 send their stdout to /dev/null, so the
@@ -35,7 +35,7 @@ struct Ranks {
   static Ranks start(bool threads_given) {
     Ranks r;
 #if defined(EMBER_EXAMPLE_DIST)
-    r.group = ember::dist::init_process_group();
+    r.group = ember::distributed::init_process_group();
     r.rank = r.group->rank();
     r.size = r.group->size();
     if (const char* n = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) r.local_size = std::max(1, std::atoi(n));
@@ -44,7 +44,7 @@ struct Ranks {
     if (!threads_given) ember::set_num_threads(std::max(1, ember::get_num_threads() / r.local_size));
 #else
     (void)threads_given;
-    throw ember::Error("--distributed needs ember::dist, which this build does not have (CMake "
+    throw ember::Error("--distributed needs ember::distributed, which this build does not have (CMake "
                        "found no MPI): install libopenmpi-dev and openmpi-bin, then configure and "
                        "build again");
 #endif

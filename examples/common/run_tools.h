@@ -398,7 +398,7 @@ class RunTools {
   }
 
   // EMBER_TEST_PAUSE_AT_STEP=N: stop after step N (its checkpoint written, if one was due), say
-  // so on stderr and wait to be killed — tests/test_kill_resume.cpp's "crash between
+  // so on stderr and wait to be killed — tests/e2e/kill_resume.cpp's "crash between
   // checkpoints".
   [[noreturn]] void pause_for_test(const ember::optim::Progress& at) {
     std::fprintf(stderr, "EMBER_TEST_PAUSE_AT_STEP: paused after step %lld (epoch %lld, batch "

@@ -21,13 +21,13 @@
 // loss lines read a loss summed on the GPU, once per line, instead of one loss.item() per step.
 //
 // With --distributed, under `mpirun -np N mnist_mlp --distributed`, the N processes train one
-// model with DistributedDataParallel (dist/distributed_data_parallel.h): each takes its share of
+// model with DistributedDataParallel (distributed/distributed_data_parallel.h): each takes its share of
 // every epoch (data::DistributedSampler) in batches of --batch-size, so the global batch is N
 // times that; rank 0 prints the lines, saves and logs. CPU ranks, or one GPU per rank.
 //
 // Checkpoints, the run log and the time breakdown are examples/common/run_tools.h's: a run
 // killed at any point and started again with --resume ends with the same weights, bit for bit on
-// the CPU, as a run never stopped (tests/test_kill_resume.cpp checks it).
+// the CPU, as a run never stopped (tests/e2e/kill_resume.cpp checks it).
 //
 // Without --data it trains on Fashion-MNIST from Debian's dataset-fashion-mnist package (same IDX
 // format, same shapes). Point --data at a folder with the four MNIST files for the digits.

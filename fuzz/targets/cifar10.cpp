@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "data/cifar10.h"
 #include "fuzz/targets/common.h"
 

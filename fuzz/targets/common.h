@@ -4,7 +4,7 @@
 // A target is a function of one input (bytes). It runs ember's code on the input and checks a
 // property of the result — not only that nothing crashed — with FUZZ_CHECK. The same functions
 // run under libFuzzer (fuzz/driver.cpp: a failed property aborts, so libFuzzer saves the input)
-// and in the normal test suite (tests/test_fuzz_corpus.cpp replays the committed corpora and every
+// and in the normal test suite (tests/data/fuzz_corpus.cpp replays the committed corpora and every
 // input that once failed).
 #pragma once
 

@@ -16,7 +16,7 @@
 
 #include <string>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "data/idx.h"
 #include "fuzz/targets/common.h"
 

@@ -113,7 +113,7 @@ void image(const uint8_t* data, size_t size) {
   if (!a.why.empty()) {
     FUZZ_CHECK(a.why.find_first_not_of(' ') != std::string::npos, "empty reason");
     // (PNG and BMP: the size comes first in their headers. A JPEG may fail on a segment before
-    // its SOF; tests/test_fuzz_corpus.cpp checks a forged SOF directly.)
+    // its SOF; tests/data/fuzz_corpus.cpp checks a forged SOF directly.)
     if (header.known && format != data::ImageFormat::JPEG && header.width >= 0 &&
         static_cast<uint64_t>(header.width) * static_cast<uint64_t>(header.height) >
             data::kMaxImagePixels) {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "core/serialize.h"
 #include "fuzz/targets/common.h"
 

@@ -39,7 +39,7 @@
 // -----------------------
 // Images are independent, so the image loop is split across ember's threads, and every GEMM
 // runs on the thread that calls it (a parallel loop inside a parallel region runs on its calling
-// thread, kernels/cpu/parallel.h). That is faster here than nesting and keeps the results
+// thread, kernels/base/parallel.h). That is faster here than nesting and keeps the results
 // independent of the thread count: each GEMM's result depends only on its sizes
 // (kernels/cpu/gemm.cpp), and each image's output is written by the one task that owns it. With
 // a single image there is no image loop to split, and its GEMMs use the threads instead.
@@ -58,7 +58,7 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_avx512.h"
-#include "kernels/cpu/parallel.h"
+#include "kernels/base/parallel.h"
 
 namespace ember::kernels::cpu {
 

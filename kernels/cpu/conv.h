@@ -5,14 +5,14 @@
 // Forward, per image n:  col [C*R*S, P*Q] = im2col(x[n]);  y[n] = w[K, C*R*S] @ col (+ b).
 // Backward:  dcol = w^T @ dy[n], dx[n] = col2im(dcol)   (input gradient)
 //            dw += dy[n] @ col^T, db += sum over p, q of dy[n]   (weight and bias gradients)
-// Images are spread over threads (kernels/cpu/parallel.h); results do not depend on the
+// Images are spread over threads (kernels/base/parallel.h); results do not depend on the
 // thread count (weight gradients are reduced in a fixed order).
 // float32 stride-1 filters of 64 taps or more on AVX-512 CPUs take another path with the same
 // contract: an implicit GEMM on a batch-innermost copy of the tensors, no im2col matrix (the
 // comment in conv.cpp).
 #pragma once
 
-#include "core/dtype.h"
+#include "kernels/base/dtype.h"
 #include "kernels/conv_geometry.h"
 
 namespace ember::kernels::cpu {

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/cpu/parallel.h"
+#include "kernels/base/parallel.h"
 
 namespace ember::kernels::cpu {
 

@@ -28,7 +28,7 @@
 
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "kernels/base/dtype.h"
 
 namespace ember::kernels::cpu {
 

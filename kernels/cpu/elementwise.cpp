@@ -5,8 +5,8 @@
 
 #include <type_traits>
 
-#include "kernels/cpu/parallel.h"
-#include "kernels/scalar_math.h"
+#include "kernels/base/parallel.h"
+#include "kernels/base/scalar_math.h"
 
 namespace ember::kernels::cpu {
 
@@ -130,7 +130,7 @@ struct BinaryFn {
     }
     return a;
   }
-  // The three divisions (kernels/scalar_math.h): integers never reach a trapping `/`.
+  // The three divisions (kernels/base/scalar_math.h): integers never reach a trapping `/`.
   static T divide(BinaryOp op, T a, T b) {
     if constexpr (std::is_floating_point_v<T>) {
       if (op == BinaryOp::DivTrunc) return float_div_trunc(a, b);

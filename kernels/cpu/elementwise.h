@@ -7,9 +7,9 @@
 // every path); contiguous runs of plain arithmetic vectorize.
 #pragma once
 
-#include "core/dtype.h"
+#include "kernels/base/dtype.h"
 #include "kernels/elementwise_ops.h"
-#include "kernels/loop.h"
+#include "kernels/base/loop.h"
 
 namespace ember::kernels::cpu {
 

@@ -27,7 +27,7 @@
 // -------
 // Eigen is built without OpenMP and the own kernel is single-threaded, so each call below runs on
 // one thread. A large product is cut here into panels of C — kPanel rows, or kPanel columns when
-// C is wider than tall — and the panels run on ember's thread pool (kernels/cpu/parallel.h) like
+// C is wider than tall — and the panels run on ember's thread pool (kernels/base/parallel.h) like
 // any other loop: on a busy machine a descheduled thread holds up one panel, not the product.
 // C is bit-identical for 1 thread or 64: for Eigen, whether and how a product is cut depends only
 // on its sizes, never on the thread count, and each element of C is computed by one Eigen call
@@ -50,7 +50,7 @@
 #include <Eigen/Core>
 
 #include "kernels/cpu/gemm_avx512.h"
-#include "kernels/cpu/parallel.h"
+#include "kernels/base/parallel.h"
 
 namespace ember::kernels::cpu {
 

@@ -67,7 +67,7 @@
 #include <memory>
 #include <type_traits>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/cpu/parallel.h"
+#include "kernels/base/parallel.h"
 
 namespace ember::kernels::cpu {
 

@@ -31,8 +31,8 @@
 
 #include <cstdint>
 
-#include "core/dtype.h"
-#include "kernels/loop.h"
+#include "kernels/base/dtype.h"
+#include "kernels/base/loop.h"
 
 namespace ember::kernels::cpu {
 

@@ -14,7 +14,7 @@
 #include <immintrin.h>
 #endif
 
-#include "kernels/cpu/parallel.h"
+#include "kernels/base/parallel.h"
 
 namespace ember::kernels::cpu {
 

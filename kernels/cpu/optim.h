@@ -9,7 +9,7 @@
 // The arithmetic is the same sequence of roundings as the tensor-op path in optim/sgd.cpp and
 // optim/adam.cpp — every `x.add_(y, alpha)` there is axpy(x, alpha, y) here, computed the way
 // the elementwise Add kernel computes it — so the two paths give the same numbers
-// (tests/test_optim.cpp compares them; Adam's square root is the one exception, see
+// (tests/optim/optim.cpp compares them; Adam's square root is the one exception, see
 // adam_step). Coefficients arrive as doubles and are rounded to the element type once, as a
 // Python float scalar is in PyTorch. Adam reads each element from memory once and writes it
 // once, working in blocks that stay in L1 (kernels/cpu/optim.cpp explains its three passes).
@@ -19,7 +19,7 @@
 
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "kernels/base/dtype.h"
 
 namespace ember::kernels::cpu {
 

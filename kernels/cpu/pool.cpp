@@ -14,7 +14,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu/parallel.h"
+#include "kernels/base/parallel.h"
 
 namespace ember::kernels::cpu {
 

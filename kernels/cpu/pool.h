@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "kernels/base/dtype.h"
 #include "kernels/conv_geometry.h"
 
 namespace ember::kernels::cpu {

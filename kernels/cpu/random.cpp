@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "kernels/cpu/parallel.h"
-#include "kernels/philox.h"
+#include "kernels/base/parallel.h"
+#include "kernels/base/philox.h"
 
 namespace ember::kernels::cpu {
 

@@ -1,9 +1,9 @@
-// ember/kernels/cpu/random.h — filling buffers from the Philox stream (see kernels/philox.h).
+// ember/kernels/cpu/random.h — filling buffers from the Philox stream (see kernels/base/philox.h).
 #pragma once
 
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "kernels/base/dtype.h"
 
 namespace ember::kernels::cpu {
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <type_traits>
 
-#include "kernels/cpu/parallel.h"
-#include "kernels/scalar_math.h"
+#include "kernels/base/parallel.h"
+#include "kernels/base/scalar_math.h"
 
 namespace ember::kernels::cpu {
 

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "kernels/base/dtype.h"
 #include "kernels/elementwise_ops.h"
 
 namespace ember::kernels::cpu {

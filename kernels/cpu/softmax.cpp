@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/cpu/parallel.h"
+#include "kernels/base/parallel.h"
 
 namespace ember::kernels::cpu {
 

@@ -5,7 +5,7 @@
 // cudaFree waits for the whole device to go idle. A training step allocates and frees the same
 // activation and gradient sizes every iteration, so ember keeps freed blocks in a per-device
 // free list and hands them out again: after the first step a steady loop makes no cudaMalloc or
-// cudaFree call at all (tests/test_cuda_device.cpp counts them).
+// cudaFree call at all (tests/core/cuda_device.cpp counts them).
 //
 // Why reuse is safe without events: every ember kernel and copy is executed on one in-order
 // stream per device, the legacy default stream (kernels/cuda/launch.cuh), and so are CUDA graph
@@ -35,12 +35,12 @@
 #include <vector>
 
 #include "core/cuda.h"
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "core/storage.h"
 #include "kernels/cuda/graph_pool.h"
 #include "kernels/cuda/launch.cuh"
 #ifdef EMBER_CUDA_EMULATED
-#include "kernels/cuda/emulator/emulator.h"
+#include "kernels/emulator/emulator.h"
 #endif
 
 namespace ember::cuda {

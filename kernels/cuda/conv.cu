@@ -37,7 +37,7 @@
 //   weight gradient  Im2colGemm.
 // For the seed CNNs (on an H100) that is the implicit kernel for every forward pass except
 // cats_vs_dogs's third layer (128 filters), and im2col + cuBLAS for every gradient.
-// tests/test_conv_cuda.cpp spells these choices out.
+// tests/kernels/conv_cuda.cpp spells these choices out.
 //
 // Determinism: no atomics anywhere; every sum runs in an order fixed by the geometry (col2im
 // loops over the taps in order, the bias gradient reduces with a fixed shuffle tree), so results
@@ -57,7 +57,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "core/tensor.h"
 #include "kernels/cuda/conv_cudnn.cuh"
 #include "kernels/cuda/conv_index.h"

@@ -9,7 +9,7 @@
 // Auto picks ember's faster native one for the shape (the rule is written in conv.cu).
 #pragma once
 
-#include "core/dtype.h"
+#include "kernels/base/dtype.h"
 #include "kernels/conv_geometry.h"
 
 namespace ember::kernels::cuda {

@@ -41,7 +41,7 @@
 
 #include <string>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "kernels/cuda/conv.h"
 
 #ifdef EMBER_WITH_CUDNN

@@ -6,7 +6,7 @@
 // In a build without cuDNN (EMBER_WITH_CUDNN undefined) each of them throws a DeviceError.
 #pragma once
 
-#include "core/dtype.h"
+#include "kernels/base/dtype.h"
 #include "kernels/conv_geometry.h"
 
 namespace ember::kernels::cuda {

@@ -1,6 +1,6 @@
 // ember/kernels/cuda/conv_index.h — the index arithmetic of the CUDA convolution kernels
 // (kernels/cuda/conv.cu), as plain host/device code: the CPU test suite
-// (tests/test_conv_cuda.cpp) runs exactly the functions the GPU runs, on every machine.
+// (tests/kernels/conv_cuda.cpp) runs exactly the functions the GPU runs, on every machine.
 //
 // Letters as in kernels/conv_geometry.h: N batch, C/H/W input, K filters, R x S kernel,
 // P x Q output; j = (c, r, s) is a "tap" of a filter (a row of the im2col matrix).
@@ -32,7 +32,7 @@
 
 #include "kernels/conv_geometry.h"
 #include "kernels/cuda/conv.h"
-#include "kernels/host_device.h"
+#include "kernels/base/host_device.h"
 
 namespace ember::kernels::cuda {
 

@@ -13,7 +13,7 @@
 //                        a double2, 16 uint8...) instead of one element;
 //     strided_kernel     anything else (transposed views, slices, broadcast operands with
 //                        stride 0): each thread finds the offsets of its element with
-//                        loop_offsets() from kernels/loop.h.
+//                        loop_offsets() from kernels/base/loop.h.
 //
 // The op inside a functor is a runtime switch, not a template parameter: the branch is the
 // same for every thread of a launch (no divergence, and it costs next to nothing beside the
@@ -21,7 +21,7 @@
 // architecture — to one pair per dtype instead of one per (op, dtype).
 //
 // Integer division: the op card refuses a zero divisor before the launch (core/ops/div.cpp), and
-// the quotients come from kernels/scalar_math.h, shared with the CPU kernels, which never divide
+// the quotients come from kernels/base/scalar_math.h, shared with the CPU kernels, which never divide
 // by 0 or -1 (INT64_MIN / -1 wraps to INT64_MIN on both devices).
 #include "kernels/cuda/elementwise.h"
 
@@ -31,7 +31,7 @@
 #include <utility>
 
 #include "kernels/cuda/launch.cuh"
-#include "kernels/scalar_math.h"
+#include "kernels/base/scalar_math.h"
 
 namespace ember::kernels::cuda {
 
@@ -97,7 +97,7 @@ __device__ inline double mul_rn(double a, double b) { return __dmul_rn(a, b); }
 // out = op(in), the CPU's per-element definition (kernels/cpu/elementwise.cpp unary_scalar):
 // abs(-0) = +0, sign(NaN) = 0, relu(NaN) = NaN, relu(-0) = -0, pow(x, 2) = x * x,
 // pow(x, 0.5) = sqrt(x), pow(x, -0.5) = 1 / sqrt(x) (and 3, -1, -2 likewise). Integer dtypes: -x and abs wrap (INT64_MIN stays INT64_MIN), x * x wraps,
-// integer powers are exact (kernels/scalar_math.h); the op cards send no integer tensor to the
+// integer powers are exact (kernels/base/scalar_math.h); the op cards send no integer tensor to the
 // transcendental ops (they compute those in float32), which run in double here if one comes.
 template <typename T>
 struct UnaryFn {
@@ -173,7 +173,7 @@ struct BinaryFn {
       }
       return a;
     } else {
-      // Integer arithmetic wraps around (kernels/scalar_math.h), as the CPU's does.
+      // Integer arithmetic wraps around (kernels/base/scalar_math.h), as the CPU's does.
       switch (op) {
         case BinaryOp::Add: return wrapping_add(a, wrapping_mul(alpha, b));
         case BinaryOp::Sub: return wrapping_sub(a, wrapping_mul(alpha, b));

@@ -10,9 +10,9 @@
 
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "kernels/base/dtype.h"
 #include "kernels/elementwise_ops.h"
-#include "kernels/loop.h"
+#include "kernels/base/loop.h"
 
 namespace ember::kernels::cuda {
 

@@ -6,7 +6,7 @@
 //
 // ember's request is row-major, cuBLAS is column-major. kernels/cuda/gemm_plan.h writes out, once
 // and in full, why the row-major C = op(A) @ op(B) is the column-major C^T = op(B)^T @ op(A)^T
-// with the operands and M/N swapped and each transpose flag kept; tests/test_gemm_plan.cpp proves
+// with the operands and M/N swapped and each transpose flag kept; tests/kernels/gemm_plan.cpp proves
 // that mapping on the CPU. This file only checks the request, picks the precision and makes the
 // call.
 //
@@ -52,7 +52,7 @@
 #include <string>
 
 #include "core/cuda.h"
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemm_plan.h"
 #include "kernels/cuda/launch.cuh"

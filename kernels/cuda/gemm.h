@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "kernels/base/dtype.h"
 
 namespace ember::kernels::cuda {
 

@@ -1,7 +1,7 @@
 // ember/kernels/cuda/gemm_plan.h — how ember's row-major GEMM becomes a column-major cuBLAS call.
 //
 // Plain C++ with no CUDA in it, so the mapping below is tested on the CPU, in CI, without a GPU
-// (tests/test_gemm_plan.cpp runs a reference column-major GEMM on exactly these arguments).
+// (tests/kernels/gemm_plan.cpp runs a reference column-major GEMM on exactly these arguments).
 // kernels/cuda/gemm.cu hands the result to cublasGemmEx / cublasGemmStridedBatchedEx.
 //
 // The request (kernels/cpu/gemm.h, kernels/cuda/gemm.h), all row-major:

@@ -11,7 +11,7 @@
 //
 // It is the GEMM of the emulation build (there is no cuBLAS on the CPU) and, on a GPU, the
 // alternative to cuBLAS that set_gemm_backend(GemmBackend::Ember) selects; the tests hold it to
-// the CPU product on every shape of tests/test_gemm_plan.cpp's sweep.
+// the CPU product on every shape of tests/kernels/gemm_plan.cpp's sweep.
 //
 // The hierarchy (float32; float64 halves every tile side):
 //   block   256 threads compute a BM x BN = 128 x 128 tile of C, stepping along K by BK = 8;
@@ -43,7 +43,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/launch.cuh"
 

@@ -30,7 +30,7 @@
 
 #include "core/cuda.h"
 #include "core/cuda_graph.h"
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "kernels/cuda/graph_pool.h"
 #include "kernels/cuda/launch.cuh"
 

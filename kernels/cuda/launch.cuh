@@ -32,7 +32,7 @@ void check_error(cudaError_t err, const char* what, const char* file, int line);
 //   kernel<<<grid, block, shared_bytes, stream>>>(args...);
 //
 // The macro exists for the emulation build (-DEMBER_CUDA=EMULATE), where the host compiler, which
-// has no <<<>>> syntax, compiles the same kernels and the emulator (kernels/cuda/emulator/) runs
+// has no <<<>>> syntax, compiles the same kernels and the emulator (kernels/emulator/) runs
 // every CUDA thread of the grid on the CPU. `kernel` must name the kernel (a template's arguments
 // included, or left to be deduced from the arguments), not be a variable holding it.
 #ifdef EMBER_CUDA_EMULATED

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/dtype.h"
+#include "kernels/base/dtype.h"
 #include "kernels/cpu/optim.h"
 
 namespace ember::kernels::cuda {

@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "kernels/base/dtype.h"
 #include "kernels/conv_geometry.h"
 
 namespace ember::kernels::cuda {

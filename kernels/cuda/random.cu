@@ -1,6 +1,6 @@
 // ember/kernels/cuda/random.cu — filling device buffers from the Philox stream.
 //
-// Philox is counter-based (kernels/philox.h): element i is a pure function of (seed,
+// Philox is counter-based (kernels/base/philox.h): element i is a pure function of (seed,
 // offset + i), computed by the same EMBER_HOST_DEVICE code on both devices. Each kernel below
 // is the loop body of kernels/cpu/random.cpp, one element per thread, with the same counter,
 // the same words of the Philox output and the same arithmetic:
@@ -20,7 +20,7 @@
 #include "kernels/cuda/random.h"
 
 #include "kernels/cuda/launch.cuh"
-#include "kernels/philox.h"
+#include "kernels/base/philox.h"
 
 namespace ember::kernels::cuda {
 

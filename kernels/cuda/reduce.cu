@@ -41,7 +41,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/launch.cuh"
-#include "kernels/scalar_math.h"
+#include "kernels/base/scalar_math.h"
 
 namespace ember::kernels::cuda {
 

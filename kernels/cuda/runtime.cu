@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "core/cuda.h"
-#include "core/error.h"
+#include "kernels/base/error.h"
 #include "ember_cuda_build_info.h"  // generated: EMBER_CUDA_ARCHITECTURES
 #include "kernels/cuda/graph_pool.h"
 #include "kernels/cuda/launch.cuh"
 #ifdef EMBER_CUDA_EMULATED
-#include "kernels/cuda/emulator/emulator.h"
+#include "kernels/emulator/emulator.h"
 #endif
 
 namespace ember {

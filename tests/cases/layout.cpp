@@ -94,7 +94,7 @@ EMBER_OP_CASES({
     // float32 -> float64 conversion in the float32 forward test. A float32 round trip cannot be
     // gradchecked (float32 rounding swamps a 1e-6 finite-difference step); the direct test
     // "to_dtype: gradient through float32 comes back as float64 ones" in
-    // tests/test_index_layout.cpp covers ToDtypeBackward instead.
+    // tests/core/index_layout.cpp covers ToDtypeBackward instead.
     unary_case("to_dtype", "to float64, [3, 4]", [] { return leaf({3, 4}, 233); },
                [](T a) { return to_dtype(a, kFloat64); }),
     unary_case("to_dtype", "to float64, transposed [2, 5] times 2",

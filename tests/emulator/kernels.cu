@@ -1,4 +1,4 @@
-// tests/emulator/kernels.cu — the kernels of tests/test_emulator.cpp (see kernels.h): compiled
+// tests/emulator/kernels.cu — the kernels of tests/emulator/emulator.cpp (see kernels.h): compiled
 // exactly like kernels/cuda/*.cu in the emulation build, instrumentation included.
 #include "tests/emulator/kernels.h"
 

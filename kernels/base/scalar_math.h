@@ -1,0 +1,128 @@
+// ember/kernels/base/scalar_math.h — per-element definitions that the CPU kernels
+// (kernels/cpu/elementwise.cpp) and the CUDA kernels (kernels/cuda/elementwise.cu) share, for the
+// cases where C++'s own operator is not the answer PyTorch gives:
+//
+//   integer division   C++ `a / b` traps (SIGFPE, the process dies) for b == 0 and for
+//                      INT64_MIN / -1. The op card refuses b == 0 before any kernel runs
+//                      (core/ops/div.cpp), and these functions never divide by 0 or -1, so no
+//                      input can trap. x / -1 is -x with two's-complement wrap-around, so
+//                      INT64_MIN / -1 = INT64_MIN, as INT64_MIN * -1 is in PyTorch (PyTorch
+//                      itself dies with SIGFPE there).
+//   floor division     Python's `//`: the quotient rounded toward -inf, for integers and floats.
+//   integer powers     exact repeated squaring with wrap-around, where std::pow would go through
+//                      a double and lose the low bits of int64 results.
+//   integer + - *      wrap around modulo 2^bits, as PyTorch's (and the GPU's) do: in C++ a signed
+//                      overflow is undefined behaviour (UBSan reports INT64_MAX + 1), so the sums
+//                      and products are computed in uint64_t, where wrapping is defined, and
+//                      converted back.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/base/host_device.h"
+
+namespace ember::kernels {
+
+// -x with two's-complement wrap-around (no signed-overflow UB for INT64_MIN).
+template <typename T>
+EMBER_HOST_DEVICE inline T wrapping_neg(T x) {
+  if constexpr (std::is_signed_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(U(0) - static_cast<U>(x));
+  } else {
+    return static_cast<T>(-x);  // uint8: promoted to int, negated, wrapped back modulo 256
+  }
+}
+
+// a + b, a - b, a * b: plain IEEE arithmetic for floats; for integers the two's-complement
+// result modulo 2^64, converted back to T (so int64 wraps, and uint8 wraps modulo 256).
+template <typename T>
+EMBER_HOST_DEVICE inline T wrapping_add(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  else return a + b;
+}
+template <typename T>
+EMBER_HOST_DEVICE inline T wrapping_sub(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+  else return a - b;
+}
+template <typename T>
+EMBER_HOST_DEVICE inline T wrapping_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  else return a * b;
+}
+
+// a / b rounded toward zero (C's integer `/`). b == 0 gives 0 (the op card refuses it first).
+template <typename T>
+EMBER_HOST_DEVICE inline T int_div_trunc(T a, T b) {
+  if (b == T(0)) return T(0);
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return wrapping_neg(a);
+  }
+  return static_cast<T>(a / b);
+}
+
+// a / b rounded toward -inf (Python's `//`): one less than the truncated quotient when the
+// division is inexact and the signs differ.
+template <typename T>
+EMBER_HOST_DEVICE inline T int_div_floor(T a, T b) {
+  const T q = int_div_trunc(a, b);
+  if constexpr (std::is_signed_v<T>) {
+    if (b != T(0) && b != T(-1) && static_cast<T>(a - q * b) != T(0) && ((a < T(0)) != (b < T(0))))
+      return static_cast<T>(q - T(1));
+  }
+  return q;
+}
+
+// Float helpers with explicit float and double overloads (the C names exist on the host and,
+// as CUDA's math API, on the device).
+EMBER_HOST_DEVICE inline float fmod_t(float a, float b) { return fmodf(a, b); }
+EMBER_HOST_DEVICE inline double fmod_t(double a, double b) { return fmod(a, b); }
+EMBER_HOST_DEVICE inline float floor_t(float a) { return floorf(a); }
+EMBER_HOST_DEVICE inline double floor_t(double a) { return floor(a); }
+EMBER_HOST_DEVICE inline float trunc_t(float a) { return truncf(a); }
+EMBER_HOST_DEVICE inline double trunc_t(double a) { return trunc(a); }
+EMBER_HOST_DEVICE inline float copysign_t(float a, float b) { return copysignf(a, b); }
+EMBER_HOST_DEVICE inline double copysign_t(double a, double b) { return copysign(a, b); }
+
+// trunc(a / b) for floats: the IEEE quotient rounded toward zero (inf and nan pass through).
+template <typename T>
+EMBER_HOST_DEVICE inline T float_div_trunc(T a, T b) {
+  return trunc_t(a / b);
+}
+
+// floor(a / b) for floats, as Python's float `//` computes it. Rounding a / b first and then
+// flooring can be off by one when the quotient is just below an integer, so the quotient is
+// built from the exact remainder instead: m = fmod(a, b) (exact), (a - m) / b is then an integer
+// up to one rounding; it is moved down by one when m and b have opposite signs, and snapped to
+// the nearest integer. b == 0 gives the IEEE a / b (+-inf or nan), as in PyTorch; a zero
+// quotient takes the sign of a / b.
+template <typename T>
+EMBER_HOST_DEVICE inline T float_div_floor(T a, T b) {
+  if (b == T(0)) return a / b;
+  const T m = fmod_t(a, b);
+  T q = (a - m) / b;
+  if (m != T(0) && ((b < T(0)) != (m < T(0)))) q -= T(1);
+  if (q == T(0)) return copysign_t(T(0), a / b);
+  T f = floor_t(q);
+  if (q - f > T(0.5)) f += T(1);
+  return f;
+}
+
+// base ^ exp for integers by repeated squaring, wrapping modulo 2^bits like repeated `*`.
+// exp >= 0 (the op card refuses negative integer exponents).
+template <typename T>
+EMBER_HOST_DEVICE inline T int_pow(T base, int64_t exp) {
+  using U = std::conditional_t<std::is_signed_v<T>, std::make_unsigned_t<T>, T>;
+  U result = 1, b = static_cast<U>(base);
+  while (exp > 0) {
+    if (exp & 1) result = static_cast<U>(result * b);
+    b = static_cast<U>(b * b);
+    exp >>= 1;
+  }
+  return static_cast<T>(result);
+}
+
+}  // namespace ember::kernels

@@ -1,0 +1,615 @@
+// ember/kernels/emulator/checks.cpp — memcheck, racecheck and initcheck: every load and store
+// a kernel makes, checked on its way.
+//
+// How the emulator sees the accesses. The kernels' files (kernels/cuda/*.cu) are compiled with
+// GCC's ThreadSanitizer instrumentation, -fsanitize=thread, but the program is not linked with
+// ThreadSanitizer: the compiler's calls — __tsan_read4(addr) before a 4-byte load,
+// __tsan_write16(addr) before a 16-byte store, ... — land in the functions below. They cost a call
+// and a test when no kernel is running (host code in the same files) and otherwise sort the
+// address into one of:
+//
+//   the thread's own stack          its local variables: nothing to check
+//   device memory                   memcheck: is the byte inside a live allocation (shadow byte),
+//                                   on this device or a peer it may reach, naturally aligned?
+//                                   initcheck: was it written since it was allocated?
+//   shared memory                   racecheck: did another thread of the block touch it since
+//                                   the last barrier, one of the two writing?
+//   pinned host memory, the         allowed (a GPU reaches pinned memory and the module's
+//   program's global data           __device__ / __constant__ variables)
+//   anything else                   host memory a GPU cannot reach: memcheck reports it
+//
+// Shared memory is the thread_local storage of the CPU thread that runs the block (device.h
+// turns __shared__ into thread_local), so the worker knows its range and keeps one RaceCell per
+// byte of it. A cell belongs to one block run (its serial); the block's barrier count (epoch) and
+// each warp's count of full-warp collectives order the accesses: two accesses race unless a
+// barrier lies between them, or they come from lanes of one warp with a __syncwarp (or another
+// full-warp collective) between them.
+//
+// A report stops the block (the access itself is not made) and fails the launch; see
+// emulator.h for what the user sees.
+#include <dlfcn.h>
+#include <link.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sstream>
+
+#include "kernels/emulator/internal.h"
+
+namespace ember::emu::detail {
+
+namespace {
+
+std::atomic<bool> g_instrumented{false};
+
+std::string hex(uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+std::string dim_str(uint3 v) {
+  return "(" + std::to_string(v.x) + "," + std::to_string(v.y) + "," + std::to_string(v.z) + ")";
+}
+
+// ---- the program's own memory: module images -------------------------------------------------------
+
+struct Ranges {
+  std::mutex mu;
+  std::vector<std::pair<uintptr_t, uintptr_t>> loaded;  // PT_LOAD segments of every module
+};
+Ranges& ranges() {
+  static Ranges* r = new Ranges();
+  return *r;
+}
+
+void read_modules(std::vector<std::pair<uintptr_t, uintptr_t>>* out) {
+  out->clear();
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* v = static_cast<std::vector<std::pair<uintptr_t, uintptr_t>>*>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD) continue;
+          const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+          v->emplace_back(lo, lo + ph.p_memsz);
+        }
+        return 0;
+      },
+      out);
+  std::sort(out->begin(), out->end());
+}
+
+bool in_module_image(uintptr_t a) {
+  Ranges& r = ranges();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (r.loaded.empty() || attempt == 1) read_modules(&r.loaded);  // again: a dlopen since?
+    auto it = std::upper_bound(r.loaded.begin(), r.loaded.end(),
+                               std::make_pair(a, ~uintptr_t{0}));
+    if (it != r.loaded.begin() && a < std::prev(it)->second) return true;
+  }
+  return false;
+}
+
+// ---- reports -------------------------------------------------------------------------------------
+
+[[noreturn]] void report(Thread* t, cudaError_t error, const std::string& what, const void* pc) {
+  std::string text = what;
+  if (pc != nullptr) text += "\n  the access: " + describe_code(pc);
+  fault(t, error, text);
+}
+
+std::string access_words(bool write, size_t n) {
+  return std::string(write ? "write" : "read") + " of " + std::to_string(n) + " byte" +
+         (n == 1 ? "" : "s");
+}
+
+// ---- device memory ---------------------------------------------------------------------------------
+
+void device_access(Thread* t, uintptr_t a, size_t n, bool write, bool aligned, const void* pc) {
+  Globals& g = *g_globals;
+  const unsigned checks = t->checks;
+  const int d = static_cast<int>((a - g.device_lo) / g.device_capacity);
+  const int mine = t->block->grid->device;
+  Device& dev = *g.devices[static_cast<size_t>(d)];
+  Arena& arena = *dev.arena;
+  uint8_t* sh = arena.shadow() + (a - reinterpret_cast<uintptr_t>(arena.base()));
+  // The common case first: an aligned access of initialised bytes of this device's memory,
+  // tested 8 shadow bytes at a time.
+  if (d == mine && (!aligned || (a & (n - 1)) == 0)) {
+    constexpr uint64_t kAllInit = 0x1111111111111111ull;
+    bool all_init = true;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t v;
+      std::memcpy(&v, sh + i, 8);
+      all_init &= v == kAllInit;
+    }
+    for (; i < n; ++i) all_init &= sh[i] == kInit;
+    if (all_init) return;
+  }
+  if (checks & kMemcheck) {
+    if (d != mine && !g.devices[static_cast<size_t>(mine)]->peer_enabled[static_cast<size_t>(d)]) {
+      report(t, cudaErrorIllegalAddress,
+             "memcheck: invalid " + access_words(write, n) + " at " + hex(a) + ": that is cuda:" +
+                 std::to_string(d) + "'s memory, and the kernel runs on cuda:" +
+                 std::to_string(mine) + " without peer access to it (cudaDeviceEnablePeerAccess)",
+             pc);
+    }
+    if (aligned && n > 1 && (a & (n - 1)) != 0) {
+      report(t, cudaErrorMisalignedAddress,
+             "memcheck: misaligned " + access_words(write, n) + " at " + hex(a) + ": a " +
+                 std::to_string(n) + "-byte access must be " + std::to_string(n) +
+                 "-byte aligned on a GPU (" + describe_address(a, n) + ")",
+             pc);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t s = sh[i];
+    if (!addressable(s)) {
+      if (checks & kMemcheck) {
+        report(t, cudaErrorIllegalAddress,
+               "memcheck: invalid " + access_words(write, n) + " at " + hex(a) + ": " +
+                   describe_address(a + i, n - i),
+               pc);
+      }
+      return;
+    }
+    if (!write && s == kUninit && (checks & kInitcheck)) {
+      report(t, cudaErrorLaunchFailure,
+             "initcheck: " + access_words(false, n) + " at " + hex(a) +
+                 " of device memory that nothing has written since it was allocated (" +
+                 describe_address(a + i, n - i) + ")",
+             pc);
+    }
+  }
+  if (write) std::memset(sh, kInit, n);
+}
+
+// ---- shared memory -----------------------------------------------------------------------------
+
+// Are two accesses of the same block ordered? (epoch, warp epoch) are the block's barrier count
+// and the warp's collective count when each was made.
+bool ordered(uint32_t epoch_a, uint32_t warp_epoch_a, uint32_t thread_a, uint32_t epoch_b,
+             uint32_t warp_epoch_b, uint32_t thread_b) {
+  if (epoch_a != epoch_b) return true;
+  return thread_a / 32 == thread_b / 32 && warp_epoch_a != warp_epoch_b;
+}
+
+std::string thread_name(const BlockRun& b, uint32_t linear) {
+  return dim_str(b.threads[linear].idx);
+}
+
+// Racecheck (and initcheck of shared memory) keep one cell per 4-byte word, the width of a
+// shared-memory bank: two threads writing different bytes of one word between barriers count as
+// a hazard. `cells` (and `pcs`) start at the first word the access touches.
+void shared_access(Thread* t, RaceCell* cells, const void** pcs, uintptr_t a, size_t n, bool write,
+                   const void* pc) {
+  BlockRun& b = *t->block;
+  const unsigned checks = t->checks;
+  const uint32_t me = t->linear;
+  const uint16_t me1 = static_cast<uint16_t>(me + 1);
+  const auto serial = static_cast<uint32_t>(b.serial);
+  const auto epoch = static_cast<uint16_t>(b.epoch);
+  const auto wepoch = static_cast<uint16_t>(b.warps[t->warp].epoch);
+  const size_t words = ((a + n - 1) >> 2) - (a >> 2) + 1;
+  for (size_t i = 0; i < words; ++i) {
+    RaceCell& c = cells[i];
+    const uintptr_t at = ((a >> 2) + i) << 2;
+    if (c.serial != serial) c = RaceCell{serial, 0, 0, 0, 0, 0, 0};
+    if (write) {
+      if (checks & kRacecheck) {
+        if (c.writer != 0 && c.writer != me1 &&
+            !ordered(c.write_epoch, c.write_warp_epoch, c.writer - 1u, epoch, wepoch, me)) {
+          report(t, cudaErrorLaunchFailure,
+                 "racecheck: write-after-write hazard on shared memory at " + hex(at) +
+                     ": thread " + thread_name(b, me) + " writes the word that thread " +
+                     thread_name(b, c.writer - 1u) + " wrote at " + describe_code(pcs[i]) +
+                     ", with no __syncthreads between them",
+                 pc);
+        }
+        if (c.reader != 0 && c.reader != me1 && c.read_epoch == epoch &&
+            (c.reader == kSeveral ||
+             !ordered(c.read_epoch, c.read_warp_epoch, c.reader - 1u, epoch, wepoch, me))) {
+          report(t, cudaErrorLaunchFailure,
+                 "racecheck: write-after-read hazard on shared memory at " + hex(at) + ": thread " +
+                     thread_name(b, me) + " overwrites a word that " +
+                     (c.reader == kSeveral ? std::string("several threads")
+                                           : "thread " + thread_name(b, c.reader - 1u)) +
+                     " read since the last __syncthreads: it may not have read it yet on a GPU",
+                 pc);
+        }
+      }
+      c.writer = me1;
+      c.write_epoch = epoch;
+      c.write_warp_epoch = wepoch;
+      c.reader = 0;
+      pcs[i] = pc;
+    } else {
+      if (c.writer == 0 && (checks & kInitcheck)) {
+        report(t, cudaErrorLaunchFailure,
+               "initcheck: " + access_words(false, n) + " of shared memory at " + hex(a) +
+                   " that no thread of this block has written",
+               pc);
+      }
+      if ((checks & kRacecheck) && c.writer != 0 && c.writer != me1 &&
+          !ordered(c.write_epoch, c.write_warp_epoch, c.writer - 1u, epoch, wepoch, me)) {
+        report(t, cudaErrorLaunchFailure,
+               "racecheck: read-after-write hazard on shared memory at " + hex(at) +
+                   ": thread " + thread_name(b, me) + " reads the word that thread " +
+                   thread_name(b, c.writer - 1u) + " wrote at " + describe_code(pcs[i]) +
+                   ", with no __syncthreads between them (on a GPU it may read the old value)",
+               pc);
+      }
+      if (c.reader == 0 || c.read_epoch != epoch) {
+        c.reader = me1;
+        c.read_epoch = epoch;
+        c.read_warp_epoch = wepoch;
+      } else if (c.reader != me1 && c.reader != kSeveral) {
+        c.reader = kSeveral;
+      }
+    }
+  }
+}
+
+// ---- the dispatcher --------------------------------------------------------------------------------
+
+__attribute__((noinline)) void check(Thread* t, uintptr_t a, size_t n, bool write, bool aligned,
+                                     const void* pc) {
+  Globals& g = *g_globals;  // set before any kernel runs
+  if (a - g.device_lo < g.device_span) {
+    device_access(t, a, n, write, aligned, pc);
+    return;
+  }
+  if (a - reinterpret_cast<uintptr_t>(&tls_coordinates) < sizeof(Coordinates)) return;
+  Worker& w = *t->worker;
+  if (a - w.tls_lo < w.tls_size) {
+    if (t->checks & (kRacecheck | kInitcheck)) {
+      const size_t m = std::min<size_t>(n, w.tls_lo + w.tls_size - a);
+      const size_t word = (a - w.tls_lo) >> 2;
+      shared_access(t, w.race.data() + word, w.write_pcs.data() + word, a, m, write, pc);
+    }
+    return;
+  }
+  BlockRun& b = *t->block;
+  if (a - b.grid->params_lo < b.grid->params_size) {
+    if (write && (t->checks & kMemcheck)) {
+      report(t, cudaErrorIllegalAddress,
+             "memcheck: the kernel writes its parameter space at " + hex(a) +
+                 " (a kernel's parameters are read-only; copy one into a local to change it)",
+             pc);
+    }
+    return;
+  }
+  if (b.dynamic_shared != nullptr &&
+      a - reinterpret_cast<uintptr_t>(b.dynamic_shared) < b.grid->config.shared_bytes) {
+    return;  // dynamic shared memory: bounds-checked by the range, not race-checked
+  }
+  if (!(t->checks & kMemcheck)) return;
+  if (g.pinned->contains(a)) {
+    std::lock_guard<std::mutex> lock(g.pinned->mu);
+    for (size_t i = 0; i < n; ++i) {
+      if (!addressable(g.pinned->shadow_of(a + i))) {
+        report(t, cudaErrorIllegalAddress,
+               "memcheck: invalid " + access_words(write, n) + " at " + hex(a) + ": " +
+                   describe_address(a + i, n - i),
+               pc);
+      }
+    }
+    return;
+  }
+  if (in_module_image(a)) return;  // __device__ / __constant__ variables, tables, literals
+  report(t, cudaErrorIllegalAddress,
+         "memcheck: invalid " + access_words(write, n) + " at " + hex(a) + ": " +
+             describe_address(a, n),
+         pc);
+}
+
+// The hot path, inlined into every hook: the thread's own stack, shared memory, and an access to
+// initialised bytes of the kernel's own device are decided here; everything else (and every
+// report) goes through check().
+inline void hook(void* p, size_t n, bool write, bool aligned, const void* pc) {
+  Thread* t = tls_thread;
+  if (t == nullptr || !t->checking) return;
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  if (a - t->stack_lo < t->stack_size) return;  // the thread's own stack: nothing to check
+  if (a - t->own_lo < t->own_size && (!aligned || (a & (n - 1)) == 0)) {
+    uint8_t* sh = t->own_shadow + (a - t->own_lo);
+    constexpr uint64_t kAllInit = 0x1111111111111111ull;
+    uint64_t v8 = 0;
+    uint32_t v4 = 0;
+    switch (n) {
+      case 16: {
+        uint64_t w0, w1;
+        std::memcpy(&w0, sh, 8);
+        std::memcpy(&w1, sh + 8, 8);
+        if (w0 == kAllInit && w1 == kAllInit) return;
+        break;
+      }
+      case 8:
+        std::memcpy(&v8, sh, 8);
+        if (v8 == kAllInit) return;
+        break;
+      case 4:
+        std::memcpy(&v4, sh, 4);
+        if (v4 == static_cast<uint32_t>(kAllInit)) return;
+        break;
+      default:
+        break;
+    }
+  }
+  if (a - t->tls_lo < t->tls_size &&
+      a - reinterpret_cast<uintptr_t>(&tls_coordinates) >= sizeof(Coordinates)) {
+    if (t->checks & (kRacecheck | kInitcheck)) {
+      const size_t m = std::min<size_t>(n, t->tls_lo + t->tls_size - a);
+      const size_t word = (a - t->tls_lo) >> 2;
+      shared_access(t, t->race + word, t->write_pcs + word, a, m, write, pc);
+    }
+    return;
+  }
+  check(t, a, n, write, aligned, pc);
+}
+
+}  // namespace
+
+// ---- describing addresses and code ------------------------------------------------------------------
+
+std::string describe_address(uintptr_t a, size_t size) {
+  Globals& g = globals();
+  int d = 0;
+  Arena* arena = device_arena_of(a, &d);
+  std::string where = "cuda:" + std::to_string(d) + " memory";
+  if (arena == nullptr && g.pinned->contains(a)) {
+    arena = g.pinned;
+    where = "pinned host memory";
+  }
+  if (arena == nullptr) {
+    return "that is host memory, which a kernel cannot reach (only device memory, pinned host "
+           "memory from cudaHostAlloc, and the program's __device__ variables are visible to a "
+           "GPU): was a host pointer passed to the kernel?";
+  }
+  (void)size;
+  std::unique_lock<std::mutex> lock(arena->mu, std::try_to_lock);  // the caller may hold it
+  Block blk;
+  if (!arena->find_block(a, &blk)) return "in " + where + " but before any allocation";
+  const uint8_t s = arena->shadow_of(a);
+  const uintptr_t end = blk.begin + blk.size;
+  const std::string block_words = std::to_string(blk.size) + "-byte block at " + hex(blk.begin);
+  if (blk.freed) {
+    if (a < end)
+      return "byte " + std::to_string(a - blk.begin) + " of a " + block_words + " of " + where +
+             " that was freed with cudaFree (use after free)";
+    return std::to_string(a - end) + " bytes past the end of a " + block_words + " of " + where +
+           " that was freed with cudaFree";
+  }
+  if (a >= end) {
+    return std::to_string(a - end) + " bytes past the end of a " + block_words + " of " + where +
+           " (allocated with " + (arena == g.pinned ? "cudaHostAlloc" : "cudaMalloc") + ")";
+  }
+  // Inside a live block: what does ember's caching allocator say about it?
+  TensorRange tr{};
+  bool has_tensor = false;
+  {
+    std::lock_guard<std::mutex> tl(g.tensor_mu);
+    auto it = g.tensors.find(blk.begin);
+    if (it != g.tensors.end()) {
+      tr = it->second;
+      has_tensor = true;
+    }
+  }
+  if (s == kCached && has_tensor) {
+    return std::to_string(a - (tr.begin + tr.bytes)) + " bytes past the end of a live tensor's " +
+           std::to_string(tr.bytes) + " bytes at " + hex(tr.begin) + " (in a " + block_words +
+           " of " + where + " that ember's caching allocator gave it)";
+  }
+  if (s == kCached) {
+    return "inside a " + block_words + " of " + where +
+           " that ember's caching allocator holds for reuse: no live tensor owns it (a pointer "
+           "kept after its tensor was freed?)";
+  }
+  return "byte " + std::to_string(a - blk.begin) + " of a " + block_words + " of " + where;
+}
+
+std::string describe_code(const void* pc) {
+  if (pc == nullptr) return "(unknown)";
+  Dl_info info{};
+  if (dladdr(pc, &info) == 0 || info.dli_fname == nullptr) return hex(reinterpret_cast<uintptr_t>(pc));
+  // The return address points after the call: step back into the instruction that made it.
+  uintptr_t offset = reinterpret_cast<uintptr_t>(pc) - 1;
+  // Shared objects and position-independent executables are symbolised by offset.
+  const auto* ehdr = static_cast<const ElfW(Ehdr)*>(info.dli_fbase);
+  if (ehdr != nullptr && ehdr->e_type == ET_DYN) offset -= reinterpret_cast<uintptr_t>(info.dli_fbase);
+  // addr2line -i prints (function, file:line) pairs from the innermost inlined call outwards;
+  // keep the source locations that are ember's (not the standard library's, not the
+  // emulator's own launch glue).
+  std::vector<std::string> where;
+  const std::string cmd = "addr2line -C -f -i -e '" + std::string(info.dli_fname) + "' " +
+                          hex(offset) + " 2>/dev/null";
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char line[4096];
+    int n = 0;
+    while (std::fgets(line, sizeof line, p)) {
+      std::string l(line);
+      while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+      if (n++ % 2 == 0) continue;  // the function's name
+      const size_t disc = l.find(" (discriminator");
+      if (disc != std::string::npos) l = l.substr(0, disc);
+      if (l.rfind("??", 0) == 0 || l.rfind("/usr/", 0) == 0) continue;
+      l = relative_path(l.c_str());
+      if (l.rfind("kernels/emulator/", 0) == 0) continue;
+      if (where.empty() || where.back() != l) where.push_back(l);
+    }
+    pclose(p);
+  }
+  if (where.empty()) {
+    return (info.dli_sname ? std::string(info.dli_sname) : std::string("?")) + " in " +
+           info.dli_fname + " +" + hex(offset) +
+           " (build with -DCMAKE_BUILD_TYPE=RelWithDebInfo for the source line)";
+  }
+  std::string text = where[0];
+  for (size_t i = 1; i < where.size() && i < 3; ++i) text += (i == 1 ? ", called from " : ", from ") + where[i];
+  return text;
+}
+
+void init_worker_tls(Worker& w) {
+  // This CPU thread's block of the thread_local storage of the module that holds the kernels
+  // (the one holding tls_coordinates): that is where every __shared__ variable lives.
+  struct Find {
+    uintptr_t probe;
+    uintptr_t lo = 0;
+    size_t size = 0;
+  } f{reinterpret_cast<uintptr_t>(&tls_coordinates)};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* f = static_cast<Find*>(data);
+        if (info->dlpi_tls_data == nullptr) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_TLS) continue;
+          const auto lo = reinterpret_cast<uintptr_t>(info->dlpi_tls_data);
+          if (f->probe - lo < ph.p_memsz) {
+            f->lo = lo;
+            f->size = ph.p_memsz;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &f);
+  if (f.size == 0) {
+    // Not found (an unusual loader): race-check nothing rather than guess.
+    w.tls_lo = 1;
+    w.tls_size = 1;
+    w.race.assign(1, RaceCell{});
+    w.write_pcs.assign(1, nullptr);
+    return;
+  }
+  // The cells are indexed by word from tls_lo, which thread_local alignment keeps 4-byte aligned.
+  w.tls_lo = f.lo;
+  w.tls_size = f.size;
+  w.race.assign(f.size / 4 + 2, RaceCell{});
+  w.write_pcs.assign(f.size / 4 + 2, nullptr);
+}
+
+// Atomics are checked like stores (they read and write); racecheck leaves them alone, since
+// concurrent atomics on one address are what atomics are for.
+void check_atomic(void* p, size_t n, const void* pc) {
+  Thread* t = tls_thread;
+  if (t == nullptr || !(t->checks & (kMemcheck | kInitcheck))) return;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  Globals& g = globals();
+  if (a - g.device_lo < g.device_span) {
+    const unsigned saved = t->checks;
+    device_access(t, a, n, false, true, pc);  // the read half (initcheck)
+    t->checks = saved & ~kInitcheck;
+    device_access(t, a, n, true, true, pc);   // the write half
+    t->checks = saved;
+    return;
+  }
+  Worker& w = *t->worker;
+  if (a - w.tls_lo < w.tls_size) return;
+  if (g.pinned->contains(a)) return;
+  if (t->checks & kMemcheck) {
+    report(t, cudaErrorIllegalAddress,
+           "memcheck: atomic on " + std::to_string(n) + " bytes at " + hex(a) + ": " +
+               describe_address(a, n),
+           pc);
+  }
+}
+
+}  // namespace ember::emu::detail
+
+namespace ember::emu {
+bool instrumented() { return detail::g_instrumented.load(std::memory_order_relaxed); }
+}  // namespace ember::emu
+
+// ---- the compiler's hooks ---------------------------------------------------------------------------
+// Names and signatures are those GCC's -fsanitize=thread emits calls to.
+
+using ember::emu::detail::hook;
+
+extern "C" {
+
+// Called by every instrumented file's static constructor: tells us the kernels are instrumented.
+void __tsan_init() { ember::emu::detail::g_instrumented.store(true); }
+void __tsan_func_entry(void*) {}
+void __tsan_func_exit() {}
+
+#define EMBER_EMU_HOOKS(N)                                                                       \
+  void __tsan_read##N(void* p) { hook(p, N, false, true, __builtin_return_address(0)); }          \
+  void __tsan_write##N(void* p) { hook(p, N, true, true, __builtin_return_address(0)); }          \
+  void __tsan_unaligned_read##N(void* p) { hook(p, N, false, false, __builtin_return_address(0)); } \
+  void __tsan_unaligned_write##N(void* p) { hook(p, N, true, false, __builtin_return_address(0)); } \
+  void __tsan_volatile_read##N(void* p) { hook(p, N, false, true, __builtin_return_address(0)); }  \
+  void __tsan_volatile_write##N(void* p) { hook(p, N, true, true, __builtin_return_address(0)); }
+EMBER_EMU_HOOKS(1)
+EMBER_EMU_HOOKS(2)
+EMBER_EMU_HOOKS(4)
+EMBER_EMU_HOOKS(8)
+EMBER_EMU_HOOKS(16)
+#undef EMBER_EMU_HOOKS
+
+void __tsan_read_range(void* p, unsigned long n) {
+  hook(p, n, false, false, __builtin_return_address(0));
+}
+void __tsan_write_range(void* p, unsigned long n) {
+  hook(p, n, true, false, __builtin_return_address(0));
+}
+void __tsan_vptr_read(void** p) { hook(p, sizeof(void*), false, true, __builtin_return_address(0)); }
+void __tsan_vptr_update(void** p, void*) {
+  hook(p, sizeof(void*), true, true, __builtin_return_address(0));
+}
+
+// Atomics in instrumented files (std::atomic in host code, mostly) become calls with the
+// memory order as an argument; every one is done sequentially consistent, which is never
+// weaker than what was asked.
+#define EMBER_EMU_ATOMICS(BITS, T)                                                                 \
+  T __tsan_atomic##BITS##_load(const volatile T* a, int) {                                        \
+    return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                  \
+  }                                                                                                \
+  void __tsan_atomic##BITS##_store(volatile T* a, T v, int) { __atomic_store_n(a, v, __ATOMIC_SEQ_CST); } \
+  T __tsan_atomic##BITS##_exchange(volatile T* a, T v, int) {                                     \
+    return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                           \
+  }                                                                                                \
+  T __tsan_atomic##BITS##_fetch_add(volatile T* a, T v, int) {                                    \
+    return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                            \
+  }                                                                                                \
+  T __tsan_atomic##BITS##_fetch_sub(volatile T* a, T v, int) {                                    \
+    return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                            \
+  }                                                                                                \
+  T __tsan_atomic##BITS##_fetch_and(volatile T* a, T v, int) {                                    \
+    return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                            \
+  }                                                                                                \
+  T __tsan_atomic##BITS##_fetch_or(volatile T* a, T v, int) {                                     \
+    return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                             \
+  }                                                                                                \
+  T __tsan_atomic##BITS##_fetch_xor(volatile T* a, T v, int) {                                    \
+    return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                            \
+  }                                                                                                \
+  T __tsan_atomic##BITS##_fetch_nand(volatile T* a, T v, int) {                                   \
+    return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                           \
+  }                                                                                                \
+  int __tsan_atomic##BITS##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {          \
+    return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);        \
+  }                                                                                                \
+  int __tsan_atomic##BITS##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {            \
+    return __atomic_compare_exchange_n(a, c, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);         \
+  }                                                                                                \
+  T __tsan_atomic##BITS##_compare_exchange_val(volatile T* a, T c, T v, int, int) {                \
+    __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);              \
+    return c;                                                                                      \
+  }
+EMBER_EMU_ATOMICS(8, uint8_t)
+EMBER_EMU_ATOMICS(16, uint16_t)
+EMBER_EMU_ATOMICS(32, uint32_t)
+EMBER_EMU_ATOMICS(64, uint64_t)
+#undef EMBER_EMU_ATOMICS
+
+void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+
+}  // extern "C"

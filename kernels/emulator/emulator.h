@@ -1,0 +1,105 @@
+// ember/kernels/emulator/emulator.h — controlling the CUDA emulator from a program or test
+// (emulation build only: -DEMBER_CUDA=EMULATE, which defines EMBER_CUDA_EMULATED).
+//
+// The checkers, in the spirit of NVIDIA's compute-sanitizer (docs/emulator.md):
+//   memcheck   every load and store of a kernel: out of bounds of its allocation, use after
+//              cudaFree, a block of ember's caching allocator that no live tensor uses (or the
+//              unused tail of one that does), another device's memory without peer access, host
+//              memory that is not pinned, a misaligned vector access;
+//   racecheck  two threads of a block touching the same shared-memory byte, at least one
+//              writing, with no __syncthreads between them (or __syncwarp, for two lanes of one
+//              warp);
+//   synccheck  a __syncthreads that not every thread of the block reaches, threads waiting at
+//              two different barriers, a warp collective whose mask names a lane that has exited
+//              or does not exist, a shuffle that reads a lane outside the mask;
+//   initcheck  a read of device memory that nothing has written since it was allocated (or
+//              handed to a new tensor), and of shared memory not written in this block;
+//   hostcheck  host code that dereferences a device pointer (on a GPU machine that crashes; in
+//              the emulator device memory is host memory, so it would silently work): the
+//              device memory is kept inaccessible (mprotect) except while the emulator itself
+//              runs a kernel or a copy, and the crash names the address. It costs a page-table
+//              update per launch, so it is off unless asked for. Under AddressSanitizer it is
+//              always on, and free: device memory is poisoned for ASan.
+// A report names the checker, the kernel and its launch site, the block and thread, the address
+// and what lies there, and the source line of the access. The launch then fails like a faulting
+// kernel on a GPU (cudaErrorIllegalAddress, cudaErrorMisalignedAddress or
+// cudaErrorLaunchFailure), which ember raises as a DeviceError carrying the report.
+//
+// EMBER_EMULATOR_CHECKS=memcheck,racecheck,synccheck,initcheck,hostcheck (or all, or none)
+// chooses them when the program starts; the default is memcheck, racecheck and synccheck. memcheck, racecheck and initcheck
+// watch memory accesses, which needs the kernels compiled with the emulator's instrumentation
+// (the CMake option EMBER_EMULATOR_INSTRUMENT, on by default); synccheck always works.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ember::emu {
+
+enum Check : unsigned {
+  kMemcheck = 1u << 0,
+  kRacecheck = 1u << 1,
+  kSynccheck = 1u << 2,
+  kInitcheck = 1u << 3,
+  kHostcheck = 1u << 4,
+  kAllChecks = kMemcheck | kRacecheck | kSynccheck | kInitcheck | kHostcheck,
+};
+
+// The checkers in force (a mask of Check), and changing them for the launches that follow.
+// Turning hostcheck on puts its SIGSEGV handler in front of the one in place (and chains to it); a
+// handler installed later (a test runner's, per test case) hides hostcheck's explanation until
+// hostcheck is turned off and on again.
+unsigned checks();
+void set_checks(unsigned mask);
+// Parses "memcheck,racecheck" / "all" / "none" as EMBER_EMULATOR_CHECKS does; throws
+// std::invalid_argument naming an unknown word.
+unsigned parse_checks(const std::string& words);
+// Were the kernels compiled with the access instrumentation that memcheck, racecheck and
+// initcheck need?
+bool instrumented();
+
+// The last report of a checker on this host thread ("" if none), also printed to stderr when it
+// happens (unless EMBER_EMULATOR_QUIET=1) and appended to the DeviceError message.
+std::string last_report();
+// The report of the error being raised now, once: kernels/cuda/runtime.cu's check_error appends
+// it to the DeviceError's message. Empty when the failing call made no report.
+std::string take_report();
+
+// Counters since the program started: kernels launched, blocks and CUDA threads run, switches
+// between CUDA threads (at barriers and warp collectives), and wall time spent in launches.
+// `submissions` counts what the host queued on streams itself: kernel launches, copies and
+// memsets that touch device memory, and graph launches, one each however many nodes the graph
+// holds (work recorded by a capture, and a graph's nodes as they replay, do not count; the
+// nodes' kernels do count in `launches`). EMBER_EMULATOR_STATS=1 prints them when the program
+// exits.
+struct Stats {
+  int64_t launches = 0;
+  int64_t submissions = 0;
+  int64_t graph_launches = 0;
+  int64_t blocks = 0;
+  int64_t threads = 0;
+  int64_t switches = 0;
+  double kernel_seconds = 0;
+};
+Stats stats();
+
+// CPU threads the emulator spreads blocks over (EMBER_EMULATOR_THREADS, default: all cores).
+int worker_threads();
+
+// Which of `physical` emulated devices a CUDA_VISIBLE_DEVICES value shows, in order, read as
+// the CUDA driver reads it: comma-separated indices; the list ends at the first entry that is not
+// a valid index not listed before ("-1", "", "x" hide everything after them). Exposed for tests.
+std::vector<int> parse_visible_devices(const std::string& value, int physical);
+
+// ---- for ember's caching allocator (kernels/cuda/allocator.cu) ----------------------------------
+// The allocator keeps cudaMalloc'd blocks after their tensor dies and hands them out again, so on
+// a GPU a stale pointer into a cached block reads whatever the next tensor put there. These tell
+// memcheck which bytes belong to a live tensor: the first `bytes` of a block of `capacity` bytes
+// are addressable (and, for initcheck, not yet written); the rest of the block is not.
+void mark_block_live(const void* block, size_t bytes, size_t capacity);
+// The whole block went back to the cache: no kernel may touch it until it is handed out again.
+void mark_block_cached(const void* block, size_t capacity);
+
+}  // namespace ember::emu

@@ -1,0 +1,369 @@
+// ember/kernels/emulator/internal.h — what the emulator's own files share: emulated device
+// memory (arenas with a shadow byte per byte), devices and streams, and the execution state of a
+// grid (workers, blocks, CUDA threads as fibers, warps).
+//
+//   runtime.cpp    devices, memory, copies, streams, events, errors: the CUDA runtime API
+//   graph.cpp      stream capture, graphs, and the calls a capture forbids
+//   scheduler.cpp  worker threads, blocks, fibers, barriers, warp collectives, launches
+//   checks.cpp     the memory-access hooks and memcheck / racecheck / initcheck, the reports
+//   atomics.cpp    atomicAdd and friends
+//
+// None of these files is compiled with the access instrumentation: what they do is the
+// emulator's own business, not the kernel's.
+#pragma once
+
+#include <boost/context/detail/fcontext.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/emulator/device.h"
+#include "kernels/emulator/emulator.h"
+#include "kernels/emulator/runtime_api.h"
+
+namespace ember::emu::detail {
+
+namespace ctx = boost::context::detail;
+
+// ---- memory --------------------------------------------------------------------------------------
+
+// One shadow byte per byte of emulated memory says what the byte is. Values below kUninit are
+// not addressable by a kernel.
+enum Shadow : uint8_t {
+  kUnallocated = 0,  // never handed out, or given back
+  kRedzone = 1,      // the gap the emulator leaves after every allocation
+  kFreed = 2,        // freed with cudaFree (kept in quarantine for a while)
+  kCached = 3,       // cudaMalloc'd, but ember's caching allocator gives it to no live tensor
+  kUninit = 0x10,    // addressable, never written
+  kInit = 0x11,      // addressable, written
+};
+inline bool addressable(uint8_t s) { return s >= kUninit; }
+
+struct Block {
+  uintptr_t begin = 0;
+  size_t size = 0;      // as asked for
+  bool freed = false;
+};
+
+// A range of reserved address space handed out cudaMalloc-style: 256-byte aligned blocks, a
+// redzone of at least 256 bytes after each, freed blocks kept in quarantine (so that a use after
+// free is seen) before their space is reused. The address space is reserved at start-up and only
+// the pages that are used take memory.
+class Arena {
+ public:
+  // An arena over [base, base + capacity), its shadow at `shadow` (both already reserved).
+  Arena(char* base, uint8_t* shadow, size_t capacity);
+  char* base() const { return base_; }
+  size_t capacity() const { return capacity_; }
+  uint8_t* shadow() const { return shadow_; }
+  bool contains(uintptr_t a) const { return a - reinterpret_cast<uintptr_t>(base_) < capacity_; }
+  uint8_t shadow_of(uintptr_t a) const { return shadow_[a - reinterpret_cast<uintptr_t>(base_)]; }
+  void set_shadow(uintptr_t a, size_t n, uint8_t value);
+
+  void* allocate(size_t n);            // nullptr when the arena is full
+  bool release(void* p);               // false if p is not the start of a live block
+  size_t used() const { return used_; }
+  // The block containing a, or the nearest live or freed one before it (for the messages).
+  bool find_block(uintptr_t a, Block* out) const;
+  // The live block that starts at p, if any.
+  bool live_block(uintptr_t p, Block* out) const;
+
+  mutable std::mutex mu;
+
+ private:
+  void return_to_free_list(uintptr_t begin, size_t span);
+  char* base_ = nullptr;
+  uint8_t* shadow_ = nullptr;
+  size_t capacity_ = 0;
+  size_t used_ = 0;
+  std::map<uintptr_t, size_t> free_;                 // begin -> length, coalesced
+  std::map<uintptr_t, Block> blocks_;                // live and quarantined blocks
+  std::vector<std::pair<uintptr_t, size_t>> quarantine_;  // (begin, span) in order of freeing
+  size_t quarantined_ = 0;
+};
+
+// Sub-ranges of cudaMalloc'd blocks that ember's caching allocator gave to live tensors.
+struct TensorRange {
+  uintptr_t begin;
+  size_t bytes;
+  size_t capacity;
+};
+
+// ---- devices and streams -------------------------------------------------------------------------
+
+struct PendingCopy {
+  void* dst;
+  const void* src;
+  size_t bytes;
+};
+
+struct Capture;
+
+struct Stream {
+  int device = 0;
+  bool blocking = true;              // not cudaStreamNonBlocking: ordered with the legacy stream
+  std::vector<PendingCopy> pending;  // deferred copies that involve pinned host memory
+  double last_done_ms = 0;           // when the stream last drained
+  Capture* capture = nullptr;        // the capture sequence recording this stream's work, if any
+};
+
+// One piece of recorded work: a kernel launch with its own copy of the arguments, a copy, a
+// memset, or a whole graph launched into the capture. run() performs it on the stream the graph
+// is launched on and returns what the operation returned (a kernel's fault, a bad copy).
+struct GraphNode {
+  std::string what;  // "kernel relu_kernel (launched at kernels/cuda/elementwise.cu:430)", ...
+  std::function<cudaError_t(cudaStream_t)> run;
+};
+
+// A capture sequence: begun on `origin` by `thread` in `mode`; invalidated by a forbidden call
+// (then cudaStreamEndCapture returns no graph).
+struct Capture {
+  Stream* origin = nullptr;
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+  std::thread::id thread;
+  bool invalidated = false;
+  std::vector<GraphNode> nodes;
+};
+
+struct Device {
+  int physical = 0;
+  Arena* arena = nullptr;
+  Stream default_stream;
+  std::recursive_mutex mu;  // one operation at a time on the device's streams
+  std::vector<bool> peer_enabled;
+};
+
+struct Globals {
+  int physical_devices = 0;
+  std::vector<int> visible;           // visible index -> physical index
+  std::vector<Device*> devices;       // by visible index
+  std::string no_device_reason;
+  uintptr_t device_lo = 0;            // all device arenas, one after the other
+  size_t device_span = 0;
+  size_t device_capacity = 0;         // per device
+  Arena* pinned = nullptr;            // page-locked host memory (cudaHostAlloc)
+  std::mutex tensor_mu;
+  std::map<uintptr_t, TensorRange> tensors;  // by begin
+  std::atomic<unsigned> checks{0};
+  bool quiet = false;
+};
+Globals& globals();  // created on first use; never destroyed (kernels may run during exit)
+
+// The arena and visible device index of a device address, or nullptr.
+Arena* device_arena_of(uintptr_t a, int* device);
+// CUDA_VISIBLE_DEVICES (env, or nullptr when unset) as the driver reads it, for `physical`
+// devices: the visible indices in order; `note` explains an entry that ended the list.
+std::vector<int> visible_devices(const char* env, int physical, std::string* note);
+// Deferred copies of a stream run now.
+void drain(Stream& s);
+// The stream a cudaStream_t names (nullptr: the current device's legacy stream).
+Stream& stream_object(cudaStream_t s);
+
+// ---- capture rules (graph.cpp) ---------------------------------------------------------------------
+// A "potentially unsafe" call (cudaMalloc, cudaFree, cudaHostAlloc, a synchronous copy or memset,
+// ...) by this thread: cudaSuccess when no capture forbids it to this thread; otherwise the
+// captures that forbid it are invalidated, a report says what happened, and the result is
+// cudaErrorStreamCaptureUnsupported.
+cudaError_t check_unsafe_call(const char* call);
+// Work queued on stream s by `call`: cudaSuccess to go ahead (s is not capturing); for a
+// capturing stream, `record` (if given) becomes a node of the capture and the result is
+// kRecorded; for the legacy stream while a blocking stream of its device captures, the capture
+// is invalidated and the result is cudaErrorStreamCaptureImplicit. The device's mutex is held.
+constexpr cudaError_t kRecorded = static_cast<cudaError_t>(-1);
+cudaError_t capture_or_run(Stream& s, const char* call, GraphNode* record);
+// Waiting for stream s (cudaStreamSynchronize, cudaStreamQuery): forbidden while it captures, and
+// for the legacy stream while a blocking stream captures.
+cudaError_t check_stream_wait(Stream& s, const char* call);
+// cudaDeviceSynchronize: forbidden while any stream of the device captures (not Relaxed).
+cudaError_t check_device_wait(int device, const char* call);
+// Is this CPU thread running the nodes of a graph launch (so its launches are not the host's
+// own submissions)? The node's index and the graph's size, for the reports.
+struct ReplayPosition {
+  int64_t node = -1, count = 0;
+};
+extern thread_local ReplayPosition tls_replay;
+// Operations the host queued on streams (kernels, copies, memsets, graph launches): Stats.
+void count_submission();
+void count_graph_launch();  // also one submission
+double now_ms();
+
+// Records a report as this host thread's last one and prints it (unless quiet).
+void publish_report(const std::string& report);
+// What lies at an address, in words, for the reports: "4 bytes past the end of a 1024-byte
+// block at 0x... on cuda:0", "inside a cached block no live tensor uses", ...
+std::string describe_address(uintptr_t a, size_t size);
+// Source location of a code address ("kernels/cuda/reduce.cu:123 in reduce_rows_kernel<...>").
+std::string describe_code(const void* pc);
+// Copies that the host's AddressSanitizer (if the program has one) does not intercept.
+void raw_copy(void* dst, const void* src, size_t n);
+void raw_fill(void* dst, int value, size_t n);
+// hostcheck: while a HostWindow lives, the emulator may touch device memory; outside all of them
+// the device arenas are inaccessible to the host (when hostcheck is on).
+struct HostWindow {
+  HostWindow();
+  ~HostWindow();
+  HostWindow(const HostWindow&) = delete;
+  HostWindow& operator=(const HostWindow&) = delete;
+};
+void set_host_protection(bool on);
+extern Globals* g_globals;
+// Tells the host's AddressSanitizer (if any) that host code must not touch [p, p + n).
+void host_poison(const void* p, size_t n);
+void host_unpoison(const void* p, size_t n);
+
+// ---- execution -----------------------------------------------------------------------------------
+
+struct Grid;
+struct BlockRun;
+struct Worker;
+
+enum class ThreadState : uint8_t { Ready, Running, AtBarrier, AtWarp, Done };
+
+struct Stack {
+  char* lo = nullptr;
+  size_t size = 0;
+};
+
+// One CUDA thread. The first fields are what the memory hooks read on every access.
+struct Thread {
+  uintptr_t stack_lo = 0;
+  size_t stack_size = 0;
+  bool checking = false;       // inside the kernel's own code (after its parameters are copied)
+  unsigned checks = 0;         // the grid's checkers
+  // Copies of what the hooks' fast paths compare against (no pointer chasing per access):
+  uintptr_t own_lo = 0;        // this kernel's device's memory [own_lo, own_lo + own_size)
+  size_t own_size = 0;
+  uint8_t* own_shadow = nullptr;  // its shadow byte for own_lo
+  uintptr_t tls_lo = 0;        // the worker's shared memory (thread_local block)
+  size_t tls_size = 0;
+  struct RaceCell* race = nullptr;
+  const void** write_pcs = nullptr;
+  uint32_t linear = 0;         // index within the block
+  uint32_t warp = 0, lane = 0;
+  BlockRun* block = nullptr;
+  Worker* worker = nullptr;
+  uint3 idx{};
+  ctx::fcontext_t context = nullptr;
+  ThreadState state = ThreadState::Ready;
+  bool started = false;
+  int barrier_predicate = 0;
+  Stack stack;                 // the fiber stack it runs on (from its start)
+};
+
+// A warp's pending collective: what it is, which lanes it waits for, what they brought.
+struct Warp {
+  unsigned existing = 0;   // lanes that exist (the last warp of a block may be partial)
+  unsigned exited = 0;
+  unsigned arrived = 0;
+  unsigned mask = 0;
+  int kind = 0;            // 0 none, 1 syncwarp, 2 shuffle, 3 vote
+  int op = 0;              // ShuffleKind / VoteKind
+  int width = 32;
+  const char* file = nullptr;
+  int line = 0;
+  uint32_t epoch = 0;      // full-warp collectives completed (orders the lanes' accesses)
+  uint64_t value[32] = {};
+  int arg[32] = {};
+  uint64_t result[32] = {};
+};
+
+struct BlockRun {
+  Grid* grid = nullptr;
+  uint3 idx{};
+  uint32_t nthreads = 0;
+  uint64_t serial = 0;     // unique per block run on this worker (racecheck's notion of "this block")
+  uint32_t epoch = 0;      // __syncthreads completed
+  std::vector<Thread> threads;
+  std::vector<Warp> warps;
+  std::vector<uint32_t> ready;  // queue of thread indices
+  size_t ready_head = 0;
+  uint32_t done = 0;
+  uint32_t at_barrier = 0;
+  const char* barrier_file = nullptr;
+  int barrier_line = 0;
+  BarrierReduce barrier_reduce = BarrierReduce::None;
+  bool faulted = false;
+  char* dynamic_shared = nullptr;
+};
+
+// Racecheck's record of the last accesses to one 4-byte word of shared memory in this block,
+// 16 bytes: the block it belongs to (a cell of another block means "untouched here"), the last
+// writer and reader (thread index + 1; 0 none; kSeveral for "more than one reader") and when
+// they came (the block's barrier count and the warp's collective count, modulo 2^16). The
+// writer's code address is kept beside, in Worker::write_pcs, for the report.
+struct RaceCell {
+  uint32_t serial;
+  uint16_t writer, reader;
+  uint16_t write_epoch, read_epoch;
+  uint16_t write_warp_epoch, read_warp_epoch;
+};
+constexpr uint16_t kSeveral = 0xffff;
+
+struct Worker {
+  int id = 0;
+  ctx::fcontext_t scheduler = nullptr;
+  std::vector<Stack> stacks;      // every stack this worker has made
+  std::vector<Stack> free_stacks; // those no fiber of the current block runs on
+  uintptr_t tls_lo = 0;    // this CPU thread's copy of the module's thread_local storage,
+  size_t tls_size = 0;     // where the blocks' __shared__ variables live
+  std::vector<RaceCell> race;
+  std::vector<const void*> write_pcs;
+  uint64_t next_serial = 1;
+  int64_t switches = 0;
+  BlockRun block;
+  std::vector<char> dynamic_shared;
+
+  Worker() = default;
+  ~Worker();  // unmaps the stacks (a host thread that launched kernels has ended)
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+};
+
+struct Grid {
+  LaunchConfig config{};
+  uintptr_t params_lo = 0;   // the launch's copy of the arguments (the kernel's parameter space):
+  size_t params_size = 0;    // every thread reads its parameters from there
+  void (*body)(void*) = nullptr;
+  void* closure = nullptr;
+  int device = 0;
+  unsigned checks = 0;
+  uint64_t nblocks = 0;
+  uint64_t threads_per_block = 0;
+  std::atomic<uint64_t> next_block{0};
+  std::atomic<bool> faulted{false};
+  std::mutex fault_mu;
+  cudaError_t error = cudaSuccess;
+  std::string report;
+};
+
+// The CUDA thread running on this CPU thread (nullptr outside kernels), and this CPU thread's
+// worker (while it runs blocks).
+extern __thread Thread* tls_thread __attribute__((tls_model("initial-exec")));
+
+// Ends the current CUDA thread's block with a report: the launch fails with `error`. Called on
+// the thread's fiber; never returns.
+[[noreturn]] void fault(Thread* t, cudaError_t error, const std::string& what);
+// "kernel K (launched at f:l) on cuda:D, block (x,y,z) thread (x,y,z)"
+std::string where(const Thread* t);
+// Sets up a worker's view of shared memory (its thread_local block) and racecheck's cells.
+void init_worker_tls(Worker& w);
+
+void set_last_error(cudaError_t e);
+// "" when the launch configuration is valid, else why (and the error the launch returns).
+cudaError_t check_config(const LaunchConfig& c, std::string* why);
+void record_fault(Grid& g, cudaError_t error, const std::string& text);
+// A source path relative to ember's root (for messages).
+std::string relative_path(const char* file);
+// cudaFuncSetAttribute(..., cudaFuncAttributeMaxDynamicSharedMemorySize, bytes): the emulator
+// does not know which kernel a launch runs, so the largest opt-in applies to every launch.
+void raise_dynamic_shared_limit(int bytes);
+// The current device of this host thread (cudaSetDevice).
+int current_device_index();
+
+}  // namespace ember::emu::detail

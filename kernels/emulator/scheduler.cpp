@@ -1,0 +1,857 @@
+// ember/kernels/emulator/scheduler.cpp — running a grid: blocks over CPU threads, CUDA
+// threads as fibers, barriers, and the lockstep exchanges of a warp.
+//
+// A launch hands out its blocks, one at a time, to a pool of CPU threads (the launching thread
+// works too). A CPU thread runs a whole block: every CUDA thread of the block gets a fiber (a
+// stack and a saved register set, switched with Boost.Context's fcontext: a few nanoseconds, no
+// system call) and the block's threads take turns:
+//
+//   ready queue: 0 1 2 ... 255          thread 0 runs until it reaches __syncthreads, then
+//                                        thread 1 runs until it does, ... and when the last one
+//   at the barrier: 0 1 2 ... 255   ->   arrives the barrier opens: all 256 are ready again.
+//
+// A warp collective (__shfl_down_sync, __ballot_sync, __syncwarp) works the same way for the
+// lanes its mask names: each lane leaves its value and waits; the lane that completes the set
+// computes every lane's result, as the hardware does in one instruction. When no thread can run
+// but some have not finished, the block is deadlocked on a GPU too (a barrier that some threads
+// never reach, a mask naming a lane that left): synccheck says which threads wait where.
+//
+// What this cannot show: the order in which a GPU really interleaves warps. Threads here run in a
+// fixed order between synchronisation points; racecheck (checks.cpp) is what finds code whose
+// result would depend on that order.
+#include <sys/mman.h>
+#include <unistd.h>
+#include <link.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "kernels/emulator/internal.h"
+
+namespace ember::emu {
+
+__thread Coordinates tls_coordinates __attribute__((tls_model("initial-exec"))) = {};
+
+namespace detail {
+
+__thread Thread* tls_thread __attribute__((tls_model("initial-exec"))) = nullptr;
+
+namespace {
+
+std::atomic<int64_t> g_launches{0}, g_blocks{0}, g_threads{0};
+std::atomic<int> g_max_dynamic_shared{48 * 1024};
+
+constexpr size_t kStackBytes = size_t{256} << 10;  // per CUDA thread (virtual; a few KiB are used)
+
+Stack new_stack() {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* p = mmap(nullptr, kStackBytes + page, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    std::fprintf(stderr, "ember emulator: cannot map a %zu-byte stack for a CUDA thread\n", kStackBytes);
+    std::abort();
+  }
+  mprotect(p, page, PROT_NONE);  // a guard page: a kernel that overflows its stack crashes here
+  return Stack{static_cast<char*>(p) + page, kStackBytes};
+}
+
+void free_stack(const Stack& s) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  munmap(s.lo - page, s.size + page);
+}
+
+std::string dim_str(uint3 v) {
+  return "(" + std::to_string(v.x) + "," + std::to_string(v.y) + "," + std::to_string(v.z) + ")";
+}
+
+std::string hex(uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+void push_ready(BlockRun& b, uint32_t i) {
+  b.threads[i].state = ThreadState::Ready;
+  b.ready.push_back(i);
+}
+
+std::atomic<int64_t> g_switches{0};
+std::atomic<int64_t> g_kernel_ns{0};
+
+void fiber_main(ctx::transfer_t from);
+
+// The next ready thread of the block, made current (coordinates, tls_thread, a context if it
+// has not run yet), or nullptr when none is ready.
+Thread* take_next(BlockRun& b) {
+  if (b.ready_head >= b.ready.size()) return nullptr;
+  const uint32_t i = b.ready[b.ready_head++];
+  if (b.ready_head == b.ready.size()) {  // keep the queue short: restart it when drained
+    b.ready.clear();
+    b.ready_head = 0;
+  }
+  Thread& n = b.threads[i];
+  n.state = ThreadState::Running;
+  if (!n.started) {
+    // A new fiber on a free stack (a stack is freed when the fiber on it finishes for good).
+    Worker& w = *n.worker;
+    if (w.free_stacks.empty()) {
+      w.stacks.push_back(new_stack());
+      w.free_stacks.push_back(w.stacks.back());
+    }
+    n.stack = w.free_stacks.back();
+    w.free_stacks.pop_back();
+    n.stack_lo = reinterpret_cast<uintptr_t>(n.stack.lo);
+    n.stack_size = n.stack.size;
+    n.context = ctx::make_fcontext(n.stack.lo + n.stack.size, n.stack.size, fiber_main);
+    n.started = true;
+  }
+  tls_coordinates.thread_idx = n.idx;
+  tls_thread = &n;
+  return &n;
+}
+
+// Makes the next queued thread, which has not started, current on an existing stack (the one
+// the calling fiber runs on).
+Thread* take_next_started_here(BlockRun& b, const Stack& stack) {
+  const uint32_t i = b.ready[b.ready_head++];
+  if (b.ready_head == b.ready.size()) {
+    b.ready.clear();
+    b.ready_head = 0;
+  }
+  Thread& n = b.threads[i];
+  n.state = ThreadState::Running;
+  n.started = true;
+  n.stack = stack;
+  n.stack_lo = reinterpret_cast<uintptr_t>(stack.lo);
+  n.stack_size = stack.size;
+  tls_coordinates.thread_idx = n.idx;
+  tls_thread = &n;
+  return &n;
+}
+
+// Whoever jumped here left its context in `from`: keep it where its next resumption looks. The
+// jumper passes its Thread (nullptr: the worker's scheduler loop).
+void save_jumper(const ctx::transfer_t& from, Worker& w) {
+  auto* jumper = static_cast<Thread*>(from.data);
+  if (jumper == nullptr) {
+    w.scheduler = from.fctx;
+  } else if (jumper->state == ThreadState::Done) {
+    w.free_stacks.push_back(jumper->stack);  // nothing runs on it any more
+  } else {
+    jumper->context = from.fctx;
+  }
+}
+
+// Leaves the current CUDA thread t (blocked at a barrier or collective, or finished): switches
+// straight to the next ready thread of the block, or back to the scheduler loop when there is
+// none. Returns when some thread switches back to t.
+void switch_away(Thread* t) {
+  Worker& w = *t->worker;
+  Thread* next = take_next(*t->block);
+  ++w.switches;  // a plain counter per worker: an atomic here would be a contended cache line
+  if (next == nullptr) tls_thread = nullptr;
+  const ctx::transfer_t from = ctx::jump_fcontext(next ? next->context : w.scheduler, t);
+  save_jumper(from, w);
+}
+
+void yield(Thread* t) { switch_away(t); }
+
+std::string thread_list(const BlockRun& b, ThreadState state, size_t limit = 8) {
+  std::string s;
+  size_t n = 0;
+  for (const Thread& t : b.threads) {
+    if (t.state != state) continue;
+    if (n < limit) s += (n ? ", " : "") + dim_str(t.idx);
+    ++n;
+  }
+  if (n > limit) s += ", ... (" + std::to_string(n) + " in all)";
+  return s;
+}
+
+}  // namespace
+
+Worker::~Worker() {
+  for (const Stack& s : stacks) free_stack(s);
+}
+
+void record_fault(Grid& g, cudaError_t error, const std::string& text) {
+  std::lock_guard<std::mutex> lock(g.fault_mu);
+  if (g.faulted.load()) return;  // the first report wins
+  g.error = error;
+  g.report = text;
+  g.faulted.store(true);
+}
+
+std::string relative_path(const char* file) {
+  // This file is kernels/emulator/scheduler.cpp: what precedes that is the source root.
+  static const std::string root = [] {
+    std::string me = __FILE__;
+    const std::string tail = "kernels/emulator/scheduler.cpp";
+    return me.size() >= tail.size() ? me.substr(0, me.size() - tail.size()) : std::string();
+  }();
+  std::string f = file ? file : "?";
+  if (!root.empty() && f.compare(0, root.size(), root) == 0) f = f.substr(root.size());
+  return f;
+}
+
+std::string where(const Thread* t) {
+  const BlockRun& b = *t->block;
+  const Grid& g = *b.grid;
+  std::ostringstream os;
+  os << "  in kernel " << g.config.kernel << " (launched at " << relative_path(g.config.file) << ":"
+     << g.config.line << ") on cuda:" << g.device << "\n  block " << dim_str(b.idx) << " of grid "
+     << dim_str(g.config.grid) << ", thread " << dim_str(t->idx) << " of block "
+     << dim_str(g.config.block) << " (warp " << t->warp << ", lane " << t->lane << ")";
+  return os.str();
+}
+
+[[noreturn]] void fault(Thread* t, cudaError_t error, const std::string& what) {
+  record_fault(*t->block->grid, error, "ember emulator: " + what + "\n" + where(t));
+  t->block->faulted = true;
+  t->checking = false;
+  tls_thread = nullptr;
+  ctx::jump_fcontext(t->worker->scheduler, t);  // the scheduler abandons this block
+  __builtin_unreachable();
+}
+
+namespace {
+
+// ---- the thread's life ------------------------------------------------------------------------------
+
+void resolve_warp(Thread* t, Warp& w);
+
+// Opens the block's barrier: every waiting thread gets the number of true predicates (for
+// __syncthreads_count and friends) and becomes ready, except `self`, which just carries on.
+void open_barrier(BlockRun& b, Thread* self) {
+  int count = 0;
+  for (const Thread& o : b.threads)
+    if (o.state == ThreadState::AtBarrier && o.barrier_predicate != 0) ++count;
+  b.at_barrier = 0;
+  ++b.epoch;
+  for (uint32_t i = 0; i < b.nthreads; ++i) {
+    Thread& o = b.threads[i];
+    if (o.state != ThreadState::AtBarrier) continue;
+    o.barrier_predicate = count;
+    if (&o != self) push_ready(b, i);
+  }
+}
+
+// Bookkeeping when a CUDA thread returns from the kernel.
+void thread_exit(Thread* t) {
+  BlockRun& b = *t->block;
+  const bool sync = (t->checks & kSynccheck) != 0;
+  t->state = ThreadState::Done;
+  ++b.done;
+  Warp& w = b.warps[t->warp];
+  const unsigned bit = 1u << t->lane;
+  w.exited |= bit;
+  if (w.arrived != 0 && (w.mask & bit) && !(w.arrived & bit)) {
+    if (sync) {
+      fault(t, cudaErrorLaunchFailure,
+            "synccheck: thread " + dim_str(t->idx) + " (lane " + std::to_string(t->lane) +
+                ") returned while lanes of its warp wait for it at the warp operation at " +
+                relative_path(w.file) + ":" + std::to_string(w.line) + " (mask " + hex(w.mask) +
+                "): every lane a mask names must take part");
+    }
+    w.mask &= ~bit;  // without synccheck: the exited lane simply drops out
+    if (w.arrived == w.mask) resolve_warp(t, w);
+  }
+  if (b.at_barrier > 0) {
+    if (sync) {
+      fault(t, cudaErrorLaunchFailure,
+            "synccheck: thread " + dim_str(t->idx) + " returned while threads " +
+                thread_list(b, ThreadState::AtBarrier) + " wait at the __syncthreads at " +
+                relative_path(b.barrier_file) + ":" + std::to_string(b.barrier_line) +
+                ": a barrier must be reached by every thread of the block");
+    }
+    if (b.at_barrier + b.done == b.nthreads) open_barrier(b, nullptr);  // exited = arrived
+  }
+}
+
+// A fiber runs one CUDA thread after another: when its thread returns and the next thread in
+// the queue has not started yet (no barrier has been reached so far), the next one simply runs
+// here too, on the same stack, without a switch. A kernel without barriers or warp collectives
+// thus runs a whole block on one fiber.
+void fiber_main(ctx::transfer_t from) {
+  Thread* t = tls_thread;  // the jumper made this thread current before jumping
+  save_jumper(from, *t->worker);
+  Grid& g = *t->block->grid;
+  for (;;) {
+    std::string error;
+    try {
+      g.body(g.closure);
+    } catch (const std::exception& e) {
+      error = e.what();
+    } catch (...) {
+      error = "an exception that is not a std::exception";
+    }
+    t->checking = false;
+    if (!error.empty()) fault(t, cudaErrorLaunchFailure, "the kernel threw a C++ exception: " + error);
+    thread_exit(t);
+    BlockRun& b = *t->block;
+    if (b.ready_head < b.ready.size() && !b.threads[b.ready[b.ready_head]].started) {
+      const Stack stack = t->stack;
+      Thread* n = take_next_started_here(b, stack);
+      t = n;
+      continue;
+    }
+    switch_away(t);  // never switched back to: the thread is done
+    __builtin_unreachable();
+  }
+}
+
+// ---- blocks ---------------------------------------------------------------------------------------
+
+void run_block(Worker& w, Grid& g, uint64_t linear) {
+  BlockRun& b = w.block;
+  const dim3 bd = g.config.block, gd = g.config.grid;
+  const uint32_t n = bd.x * bd.y * bd.z;
+  b.grid = &g;
+  b.idx = uint3{static_cast<unsigned>(linear % gd.x), static_cast<unsigned>((linear / gd.x) % gd.y),
+                static_cast<unsigned>(linear / (static_cast<uint64_t>(gd.x) * gd.y))};
+  b.nthreads = n;
+  b.serial = w.next_serial++;
+  b.epoch = 0;
+  b.done = 0;
+  b.at_barrier = 0;
+  b.faulted = false;
+  b.ready.clear();
+  b.ready_head = 0;
+  b.threads.resize(n);
+  w.free_stacks = w.stacks;  // no fiber of an earlier block is ever resumed
+  const uint32_t nwarps = (n + 31) / 32;
+  b.warps.assign(nwarps, Warp{});
+  for (uint32_t k = 0; k < nwarps; ++k) {
+    const uint32_t lanes = std::min<uint32_t>(32, n - k * 32);
+    b.warps[k].existing = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1);
+  }
+  Globals& gl = globals();
+  Arena& own = *gl.devices[static_cast<size_t>(g.device)]->arena;
+  for (uint32_t i = 0; i < n; ++i) {
+    Thread& t = b.threads[i];
+    t.stack_lo = 0;
+    t.stack_size = 0;
+    t.own_lo = reinterpret_cast<uintptr_t>(own.base());
+    t.own_size = own.capacity();
+    t.own_shadow = own.shadow();
+    t.tls_lo = w.tls_lo;
+    t.tls_size = w.tls_size;
+    t.race = w.race.data();
+    t.write_pcs = w.write_pcs.data();
+    t.checking = false;
+    t.checks = g.checks;
+    t.linear = i;
+    t.warp = i / 32;
+    t.lane = i % 32;
+    t.block = &b;
+    t.worker = &w;
+    t.idx = uint3{i % bd.x, (i / bd.x) % bd.y, i / (bd.x * bd.y)};
+    t.state = ThreadState::Ready;
+    t.started = false;
+    b.ready.push_back(i);
+  }
+  if (g.config.shared_bytes > 0) {
+    if (w.dynamic_shared.size() < g.config.shared_bytes + 16) w.dynamic_shared.resize(g.config.shared_bytes + 16);
+    b.dynamic_shared = reinterpret_cast<char*>(
+        (reinterpret_cast<uintptr_t>(w.dynamic_shared.data()) + 15) / 16 * 16);
+  } else {
+    b.dynamic_shared = nullptr;
+  }
+  tls_coordinates.block_idx = b.idx;
+  tls_coordinates.block_dim = uint3{bd.x, bd.y, bd.z};
+  tls_coordinates.grid_dim = uint3{gd.x, gd.y, gd.z};
+
+  // Threads switch straight from one to the next (switch_away); control comes back here when
+  // none is ready, or when the block faulted.
+  while (Thread* t = take_next(b)) {
+    const ctx::transfer_t from = ctx::jump_fcontext(t->context, nullptr);
+    save_jumper(from, w);
+    tls_thread = nullptr;
+    if (b.faulted) return;  // abandoned: its fibers are never resumed, their stacks are reused
+  }
+  if (b.done < n) {
+    // Nothing can run, and not everyone has finished: on a GPU this block would hang.
+    std::ostringstream os;
+    os << "ember emulator: synccheck: block " << dim_str(b.idx) << " of kernel " << g.config.kernel
+       << " (launched at " << relative_path(g.config.file) << ":" << g.config.line
+       << ") can never finish (a GPU would hang):";
+    if (b.at_barrier > 0)
+      os << "\n  threads " << thread_list(b, ThreadState::AtBarrier) << " wait at the __syncthreads at "
+         << relative_path(b.barrier_file) << ":" << b.barrier_line;
+    for (uint32_t k = 0; k < b.warps.size(); ++k) {
+      const Warp& wp = b.warps[k];
+      if (wp.arrived == 0) continue;
+      os << "\n  warp " << k << ": lanes " << hex(wp.arrived) << " wait at the warp operation at "
+         << relative_path(wp.file) << ":" << wp.line << " for lanes " << hex(wp.mask & ~wp.arrived)
+         << " of its mask " << hex(wp.mask);
+    }
+    record_fault(g, cudaErrorLaunchFailure, os.str());
+  }
+}
+
+void run_blocks(Worker& w, Grid& g) {
+  if (w.tls_size == 0) init_worker_tls(w);
+  int64_t blocks = 0;
+  while (!g.faulted.load(std::memory_order_relaxed)) {
+    const uint64_t k = g.next_block.fetch_add(1, std::memory_order_relaxed);
+    if (k >= g.nblocks) break;
+    run_block(w, g, k);
+    ++blocks;
+  }
+  g_blocks.fetch_add(blocks, std::memory_order_relaxed);
+  g_switches.fetch_add(w.switches, std::memory_order_relaxed);
+  w.switches = 0;
+}
+
+// ---- the pool of CPU threads -------------------------------------------------------------------------
+
+class Pool {
+ public:
+  Pool() {
+    int n = static_cast<int>(std::thread::hardware_concurrency());
+    if (const char* e = std::getenv("EMBER_EMULATOR_THREADS"); e != nullptr && *e != '\0') {
+      const int v = std::atoi(e);
+      if (v >= 1 && v <= 1024) n = v;
+      else std::fprintf(stderr, "ember emulator: EMBER_EMULATOR_THREADS='%s' is not 1..1024; using %d\n", e, n);
+    }
+    n = std::max(1, n);
+    for (int i = 1; i < n; ++i) {
+      auto* w = new Worker();
+      w->id = i;
+      helpers_.push_back(w);
+      std::thread([this, w] { loop(*w); }).detach();  // lives as long as the process
+    }
+  }
+
+  int size() const { return static_cast<int>(helpers_.size()) + 1; }
+
+  void run(Grid& g, Worker& self) {
+    std::lock_guard<std::mutex> launch(launch_mu_);
+    const uint64_t helpers = std::min<uint64_t>(helpers_.size(), g.nblocks - 1);
+    if (helpers > 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      grid_ = &g;
+      tickets_ = static_cast<int>(helpers);
+      finished_ = 0;
+      cv_work_.notify_all();
+    }
+    run_blocks(self, g);
+    if (helpers > 0) {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_done_.wait(lock, [&] { return finished_ == static_cast<int>(helpers); });
+      grid_ = nullptr;
+    }
+  }
+
+ private:
+  void loop(Worker& w) {
+    for (;;) {
+      Grid* g = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_work_.wait(lock, [&] { return tickets_ > 0; });
+        --tickets_;
+        g = grid_;
+      }
+      run_blocks(w, *g);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++finished_;
+      }
+      cv_done_.notify_all();
+    }
+  }
+
+  std::vector<Worker*> helpers_;
+  std::mutex launch_mu_;  // one grid at a time
+  std::mutex mu_;
+  std::condition_variable cv_work_, cv_done_;
+  Grid* grid_ = nullptr;
+  int tickets_ = 0;
+  int finished_ = 0;
+};
+
+Pool& pool() {
+  static Pool* p = new Pool();  // never destroyed: its threads outlive main
+  return *p;
+}
+
+thread_local std::unique_ptr<Worker> tls_host_worker;
+
+}  // namespace
+
+// The configuration errors a GPU gives at launch; "" when the launch is fine.
+cudaError_t check_config(const LaunchConfig& c, std::string* why) {
+  const dim3 g = c.grid, b = c.block;
+  const uint64_t threads = static_cast<uint64_t>(b.x) * b.y * b.z;
+  if (g.x == 0 || g.y == 0 || g.z == 0) *why = "the grid " + dim_str(g) + " is empty";
+  else if (g.x > 2147483647u) *why = "grid x = " + std::to_string(g.x) + " exceeds 2^31 - 1";
+  else if (g.y > 65535 || g.z > 65535) *why = "grid " + dim_str(g) + ": y and z may be at most 65535";
+  else if (b.x == 0 || b.y == 0 || b.z == 0) *why = "the block " + dim_str(b) + " is empty";
+  else if (b.x > 1024 || b.y > 1024 || b.z > 64)
+    *why = "block " + dim_str(b) + ": at most 1024 in x and y and 64 in z";
+  else if (threads > 1024)
+    *why = "block " + dim_str(b) + " has " + std::to_string(threads) + " threads; at most 1024";
+  if (!why->empty()) return cudaErrorInvalidConfiguration;
+  const int limit = g_max_dynamic_shared.load();
+  if (c.shared_bytes > static_cast<size_t>(limit)) {
+    *why = std::to_string(c.shared_bytes) + " bytes of dynamic shared memory; the limit is " +
+           std::to_string(limit) + " (48 KiB unless cudaFuncSetAttribute raised it, 227 KiB at most)";
+    return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
+}
+
+void raise_dynamic_shared_limit(int bytes) {
+  int cur = g_max_dynamic_shared.load();
+  while (bytes > cur && !g_max_dynamic_shared.compare_exchange_weak(cur, bytes)) {
+  }
+}
+
+namespace {
+Thread* current_thread(const char* what) {
+  Thread* t = tls_thread;
+  if (t == nullptr) {
+    std::fprintf(stderr, "ember emulator: %s called outside a kernel\n", what);
+    std::abort();
+  }
+  return t;
+}
+}  // namespace
+
+// ---- warp collectives ---------------------------------------------------------------------------
+
+namespace {
+
+enum CollectiveKind { kNone = 0, kSyncWarp = 1, kShuffle = 2, kVote = 3 };
+
+const char* collective_name(int kind, int op) {
+  if (kind == kSyncWarp) return "__syncwarp";
+  if (kind == kShuffle) {
+    switch (static_cast<ShuffleKind>(op)) {
+      case ShuffleKind::Index: return "__shfl_sync";
+      case ShuffleKind::Up: return "__shfl_up_sync";
+      case ShuffleKind::Down: return "__shfl_down_sync";
+      case ShuffleKind::Xor: return "__shfl_xor_sync";
+    }
+  }
+  switch (static_cast<VoteKind>(op)) {
+    case VoteKind::Any: return "__any_sync";
+    case VoteKind::All: return "__all_sync";
+    case VoteKind::Ballot: return "__ballot_sync";
+  }
+  return "?";
+}
+
+// The lane whose value lane l receives, as CUDA defines each shuffle (width splits the warp into
+// independent segments; a source outside the lane's segment returns the lane's own value).
+int shuffle_source(ShuffleKind kind, int l, int arg, int width) {
+  const int base = l & ~(width - 1);
+  switch (kind) {
+    case ShuffleKind::Index: return base + (((arg % width) + width) % width);
+    case ShuffleKind::Up: return (l - base) < arg ? l : l - arg;
+    case ShuffleKind::Down: return (l - base) + arg >= width ? l : l + arg;
+    case ShuffleKind::Xor: {
+      const int s = l ^ arg;
+      return (s >= base + width || s < 0 || s > 31) ? l : s;
+    }
+  }
+  return l;
+}
+
+void resolve_warp(Thread* t, Warp& w) {
+  BlockRun& b = *t->block;
+  const bool sync = (t->checks & kSynccheck) != 0;
+  if (w.kind == kShuffle) {
+    for (int l = 0; l < 32; ++l) {
+      if (!(w.mask & (1u << l))) continue;
+      const int s = shuffle_source(static_cast<ShuffleKind>(w.op), l, w.arg[l], w.width);
+      if (!(w.mask & (1u << s))) {
+        if (sync) {
+          fault(t, cudaErrorLaunchFailure,
+                "synccheck: " + std::string(collective_name(w.kind, w.op)) + " at " +
+                    relative_path(w.file) + ":" + std::to_string(w.line) + ": lane " +
+                    std::to_string(l) + " reads lane " + std::to_string(s) +
+                    ", which is not in the mask " + hex(w.mask) +
+                    " (the value it gets on a GPU is undefined)");
+        }
+        w.result[l] = w.value[l];
+      } else {
+        w.result[l] = w.value[s];
+      }
+    }
+  } else if (w.kind == kVote) {
+    unsigned ballot = 0;
+    for (int l = 0; l < 32; ++l)
+      if ((w.mask & (1u << l)) && w.arg[l] != 0) ballot |= 1u << l;
+    uint64_t r = 0;
+    switch (static_cast<VoteKind>(w.op)) {
+      case VoteKind::Ballot: r = ballot; break;
+      case VoteKind::Any: r = ballot != 0; break;
+      case VoteKind::All: r = ballot == w.mask; break;
+    }
+    for (int l = 0; l < 32; ++l) w.result[l] = r;
+  }
+  if (w.mask == (w.existing & ~w.exited)) ++w.epoch;  // every live lane synchronised
+  for (int l = 0; l < 32; ++l) {
+    const uint32_t i = t->warp * 32 + static_cast<uint32_t>(l);
+    if ((w.arrived & (1u << l)) && i != t->linear) push_ready(b, i);
+  }
+  w.arrived = 0;
+  w.kind = kNone;
+}
+
+uint64_t collective(int kind, int op, unsigned mask, uint64_t value, int arg, int width,
+                    const char* file, int line) {
+  Thread* t = current_thread(collective_name(kind, op));
+  BlockRun& b = *t->block;
+  Warp& w = b.warps[t->warp];
+  const bool sync = (t->checks & kSynccheck) != 0;
+  const bool was_checking = t->checking;
+  t->checking = false;
+  const unsigned bit = 1u << t->lane;
+  // The words for a report; only built when there is one to make.
+  const auto site = [&] {
+    return std::string(collective_name(kind, op)) + " at " + relative_path(file) + ":" +
+           std::to_string(line);
+  };
+  if (!(mask & bit)) {
+    if (sync)
+      fault(t, cudaErrorLaunchFailure, "synccheck: " + site() + ": the calling lane " +
+                                           std::to_string(t->lane) + " is not in the mask " + hex(mask));
+    mask |= bit;
+  }
+  if (mask & ~w.existing) {
+    if (sync)
+      fault(t, cudaErrorLaunchFailure,
+            "synccheck: " + site() + ": the mask " + hex(mask) + " names lanes " +
+                hex(mask & ~w.existing) + " that do not exist (this warp has only lanes " +
+                hex(w.existing) + ": the block has " + std::to_string(b.nthreads) + " threads)");
+    mask &= w.existing;
+  }
+  if (mask & w.exited) {
+    if (sync)
+      fault(t, cudaErrorLaunchFailure,
+            "synccheck: " + site() + ": the mask " + hex(mask) + " names lanes " +
+                hex(mask & w.exited) + " that have already returned from the kernel");
+    mask &= ~w.exited;
+  }
+  if (kind == kShuffle && (width < 1 || width > 32 || (width & (width - 1)) != 0)) {
+    fault(t, cudaErrorLaunchFailure, site() + ": width " + std::to_string(width) +
+                                         " is not a power of two from 1 to 32");
+  }
+  if (w.arrived == 0) {
+    w.kind = kind;
+    w.op = op;
+    w.mask = mask;
+    w.width = width;
+    w.file = file;
+    w.line = line;
+  } else if (w.kind != kind || w.op != op || w.mask != mask || (kind == kShuffle && w.width != width)) {
+    fault(t, cudaErrorLaunchFailure,
+          "synccheck: lanes of warp " + std::to_string(t->warp) + " meet at different warp "
+          "operations: lane " + std::to_string(t->lane) + " at " + site() + " (mask " + hex(mask) +
+          "), lanes " + hex(w.arrived) + " at " + collective_name(w.kind, w.op) + " at " +
+          relative_path(w.file) + ":" + std::to_string(w.line) + " (mask " + hex(w.mask) + ")");
+  }
+  w.value[t->lane] = value;
+  w.arg[t->lane] = arg;
+  w.arrived |= bit;
+  t->state = ThreadState::AtWarp;
+  if (w.arrived == w.mask) {
+    resolve_warp(t, w);
+    t->state = ThreadState::Running;
+  } else {
+    yield(t);
+  }
+  t->checking = was_checking;
+  return w.result[t->lane];
+}
+
+}  // namespace
+
+
+}  // namespace detail
+
+using namespace detail;
+
+// ---- launches ---------------------------------------------------------------------------------------
+
+cudaError_t run_grid(const LaunchConfig& config, void (*body)(void*), void* closure,
+                     const void* params, size_t params_size) {
+  if (tls_thread != nullptr) {
+    std::fprintf(stderr, "ember emulator: a kernel launched a kernel (dynamic parallelism is not "
+                         "emulated)\n");
+    std::abort();
+  }
+  Globals& gl = globals();
+  if (gl.devices.empty()) {
+    set_last_error(cudaErrorNoDevice);
+    return cudaErrorNoDevice;
+  }
+  std::string why;
+  const cudaError_t bad = check_config(config, &why);
+  if (bad != cudaSuccess) {
+    publish_report("ember emulator: launch of " + std::string(config.kernel) + " at " +
+                   relative_path(config.file) + ":" + std::to_string(config.line) + ": " + why);
+    set_last_error(bad);
+    return bad;
+  }
+  if (tls_replay.node < 0) count_submission();  // a graph's nodes are not the host's launches
+  const int device = config.stream != nullptr ? reinterpret_cast<Stream*>(config.stream)->device
+                                              : current_device_index();
+  Device& dev = *gl.devices[static_cast<size_t>(device)];
+  std::lock_guard<std::recursive_mutex> lock(dev.mu);
+  drain(config.stream != nullptr ? *reinterpret_cast<Stream*>(config.stream) : dev.default_stream);
+
+  Grid g;
+  g.config = config;
+  g.body = body;
+  g.closure = closure;
+  g.params_lo = reinterpret_cast<uintptr_t>(params);
+  g.params_size = params_size;
+  g.device = device;
+  g.checks = checks();
+  if (!instrumented()) g.checks &= ~(kMemcheck | kRacecheck | kInitcheck);
+  g.nblocks = static_cast<uint64_t>(config.grid.x) * config.grid.y * config.grid.z;
+  g.threads_per_block = static_cast<uint64_t>(config.block.x) * config.block.y * config.block.z;
+  if (!tls_host_worker) tls_host_worker = std::make_unique<Worker>();
+  const auto start = std::chrono::steady_clock::now();
+  {
+    HostWindow window;  // the kernel may touch device memory (hostcheck)
+    pool().run(g, *tls_host_worker);
+  }
+  g_kernel_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now() - start).count(),
+                        std::memory_order_relaxed);
+  g_launches.fetch_add(1, std::memory_order_relaxed);
+  g_threads.fetch_add(static_cast<int64_t>(g.nblocks * g.threads_per_block), std::memory_order_relaxed);
+  if (g.faulted.load()) {
+    publish_report(g.report);
+    set_last_error(g.error);
+    return g.error;
+  }
+  return cudaSuccess;
+}
+
+void enter_kernel_code() {
+  Thread* t = tls_thread;
+  if (t != nullptr) t->checking = (t->checks & (kMemcheck | kRacecheck | kInitcheck)) != 0;
+}
+
+void* dynamic_shared_memory() {
+  Thread* t = tls_thread;
+  return t != nullptr ? t->block->dynamic_shared : nullptr;
+}
+
+namespace detail {
+namespace {
+std::atomic<int64_t> g_submissions{0}, g_graph_launches{0};
+}  // namespace
+thread_local ReplayPosition tls_replay;
+void count_submission() { g_submissions.fetch_add(1, std::memory_order_relaxed); }
+void count_graph_launch() {
+  g_graph_launches.fetch_add(1, std::memory_order_relaxed);
+  count_submission();
+}
+}  // namespace detail
+
+Stats stats() {
+  Stats s;
+  s.submissions = g_submissions.load();
+  s.graph_launches = g_graph_launches.load();
+  s.launches = g_launches.load();
+  s.blocks = g_blocks.load();
+  s.threads = g_threads.load();
+  s.switches = g_switches.load();
+  s.kernel_seconds = static_cast<double>(g_kernel_ns.load()) * 1e-9;
+  return s;
+}
+
+int worker_threads() { return pool().size(); }
+
+// ---- barriers -------------------------------------------------------------------------------------
+
+
+int block_barrier(BarrierReduce reduce, int predicate, const char* file, int line) {
+  Thread* t = current_thread("__syncthreads");
+  BlockRun& b = *t->block;
+  const bool sync = (t->checks & kSynccheck) != 0;
+  const bool was_checking = t->checking;
+  t->checking = false;
+  if (sync && b.done > 0) {
+    fault(t, cudaErrorLaunchFailure,
+          "synccheck: __syncthreads at " + relative_path(file) + ":" + std::to_string(line) +
+              " is reached by thread " + dim_str(t->idx) + ", but threads " +
+              thread_list(b, ThreadState::Done) +
+              " of the block have already returned: a barrier must be reached by every thread "
+              "of the block (move the early return after it, or guard the work instead)");
+  }
+  if (b.at_barrier == 0) {
+    b.barrier_file = file;
+    b.barrier_line = line;
+    b.barrier_reduce = reduce;
+  } else if (sync && (line != b.barrier_line || std::strcmp(file, b.barrier_file) != 0)) {
+    fault(t, cudaErrorLaunchFailure,
+          "synccheck: threads of one block wait at two different barriers: thread " +
+              dim_str(t->idx) + " at " + relative_path(file) + ":" + std::to_string(line) +
+              ", threads " + thread_list(b, ThreadState::AtBarrier) + " at " +
+              relative_path(b.barrier_file) + ":" + std::to_string(b.barrier_line));
+  }
+  t->barrier_predicate = predicate;
+  t->state = ThreadState::AtBarrier;
+  ++b.at_barrier;
+  int result = 0;
+  if (b.at_barrier + b.done == b.nthreads) {
+    open_barrier(b, t);  // the last one in opens it for everyone
+    t->state = ThreadState::Running;
+  } else {
+    yield(t);
+  }
+  // Every thread has the count of true predicates now.
+  const int count = t->barrier_predicate;
+  switch (reduce) {
+    case BarrierReduce::None: result = 0; break;
+    case BarrierReduce::Count: result = count; break;
+    case BarrierReduce::And: result = count == static_cast<int>(b.nthreads - b.done) ? 1 : 0; break;
+    case BarrierReduce::Or: result = count > 0 ? 1 : 0; break;
+  }
+  t->checking = was_checking;
+  return result;
+}
+
+void warp_barrier(unsigned mask, const char* file, int line) {
+  collective(kSyncWarp, 0, mask, 0, 0, 32, file, line);
+}
+
+uint64_t warp_shuffle(ShuffleKind kind, unsigned mask, uint64_t bits, int lane_or_delta, int width,
+                      const char* file, int line) {
+  return collective(kShuffle, static_cast<int>(kind), mask, bits, lane_or_delta, width, file, line);
+}
+
+unsigned warp_vote(VoteKind kind, unsigned mask, int predicate, const char* file, int line) {
+  return static_cast<unsigned>(
+      collective(kVote, static_cast<int>(kind), mask, 0, predicate != 0, 32, file, line));
+}
+
+unsigned active_mask() {
+  Thread* t = current_thread("__activemask");
+  const Warp& w = t->block->warps[t->warp];
+  return w.existing & ~w.exited;
+}
+
+void trap(const char* file, int line) {
+  Thread* t = current_thread("__trap");
+  fault(t, cudaErrorLaunchFailure,
+        "the kernel called __trap() at " + relative_path(file) + ":" + std::to_string(line));
+}
+
+}  // namespace ember::emu
+

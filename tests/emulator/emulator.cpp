@@ -1,0 +1,468 @@
+// The CUDA emulator itself (emulation build only, -DEMBER_CUDA=EMULATE): that it runs kernels
+// as CUDA defines them, and that each checker reports its planted bug with the kernel's name,
+// the block, the thread and the address. The kernels are in tests/emulator/kernels.cu.
+//
+// In any other build this file holds no tests: on a GPU, compute-sanitizer is the checker.
+#ifdef EMBER_CUDA_EMULATED
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <cuda_runtime.h>
+
+#include "core/ember.h"
+#include "kernels/emulator/emulator.h"
+#include "tests/emulator/kernels.h"
+
+using namespace ember;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// Device memory from cudaMalloc, freed at the end of the scope (unless released earlier).
+template <typename T>
+struct DeviceBuffer {
+  T* p = nullptr;
+  size_t n = 0;
+  explicit DeviceBuffer(size_t count) : n(count) {
+    REQUIRE(cudaMalloc(reinterpret_cast<void**>(&p), count * sizeof(T)) == cudaSuccess);
+    REQUIRE(cudaMemset(p, 0, count * sizeof(T)) == cudaSuccess);
+  }
+  ~DeviceBuffer() {
+    if (p) cudaFree(p);
+  }
+  std::vector<T> get() const {
+    std::vector<T> v(n);
+    REQUIRE(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+    return v;
+  }
+  void set(const std::vector<T>& v) {
+    REQUIRE(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
+  }
+};
+
+// Sets the checkers for one scope.
+struct Checks {
+  unsigned saved;
+  explicit Checks(unsigned mask) : saved(emu::checks()) { emu::set_checks(mask); }
+  ~Checks() { emu::set_checks(saved); }
+};
+
+// After a planted bug the device must still work: launch errors are not sticky in the emulator.
+void device_still_works() {
+  DeviceBuffer<float> b(1000);
+  REQUIRE(ember_test::launch_fill(b.p, 1000, 2.5f) == cudaSuccess);
+  for (float v : b.get()) REQUIRE(v == 2.5f);
+}
+
+// What every report must name: the checker, the kernel, block, thread and an address, and (in a
+// build with debug information) the source line of the access in tests/emulator/kernels.cu.
+void check_report(const std::string& r, const std::string& checker, const std::string& kernel,
+                  const std::string& block, const std::string& thread) {
+  INFO(r);
+  CHECK(contains(r, checker));
+  CHECK(contains(r, "in kernel " + kernel));
+  CHECK(contains(r, "launched at tests/emulator/kernels.cu:"));
+  CHECK(contains(r, "block " + block));
+  CHECK(contains(r, "thread " + thread));
+  if (checker != "synccheck") {  // a memory checker: the address, and the access's source line
+    CHECK(contains(r, " at 0x"));
+#ifdef EMBER_TESTS_HAVE_DEBUG_INFO
+    CHECK(contains(r, "the access: tests/emulator/kernels.cu:"));
+#endif
+  }
+}
+
+}  // namespace
+
+// ==== the language ================================================================================
+
+TEST_CASE("emulator: warp shuffles exchange values as CUDA defines them", "[emulator]") {
+  for (int width : {32, 8, 4}) {
+    INFO("width " << width);
+    DeviceBuffer<int> out(4 * 64);
+    REQUIRE(ember_test::launch_shuffles(out.p, width) == cudaSuccess);
+    const std::vector<int> v = out.get();
+    for (int t = 0; t < 64; ++t) {
+      const int lane = t % 32, warp = t / 32, base = lane - lane % width;
+      const auto value = [&](int l) { return l + 100 * warp; };
+      CHECK(v[t] == value(base + 5 % width));                                   // __shfl_sync
+      CHECK(v[64 + t] == value(lane % width >= 3 ? lane - 3 : lane));           // __shfl_up_sync
+      CHECK(v[128 + t] == value(lane % width + 3 < width ? lane + 3 : lane));   // __shfl_down_sync
+      const int x = lane ^ 6;                                                   // __shfl_xor_sync
+      CHECK(v[192 + t] == value(x >= base + width ? lane : x));
+    }
+  }
+}
+
+TEST_CASE("emulator: ballot, any and all", "[emulator]") {
+  DeviceBuffer<unsigned> out(3 * 64);
+  REQUIRE(ember_test::launch_votes(out.p) == cudaSuccess);
+  const std::vector<unsigned> v = out.get();
+  unsigned ballot0 = 0;
+  for (int l = 0; l < 32; l += 3) ballot0 |= 1u << l;
+  for (int t = 0; t < 64; ++t) {
+    INFO("thread " << t);
+    CHECK(v[t] == (t < 32 ? ballot0 : 0xffffffffu));
+    CHECK(v[64 + t] == 1u);
+    CHECK(v[128 + t] == (t < 32 ? 0u : 1u));
+  }
+}
+
+TEST_CASE("emulator: __syncthreads is a barrier for every block size", "[emulator]") {
+  for (int threads : {1, 7, 32, 33, 256, 1000, 1024}) {
+    INFO(threads << " threads");
+    DeviceBuffer<int> out(1);
+    REQUIRE(ember_test::launch_block_reduce(out.p, threads) == cudaSuccess);
+    CHECK(out.get()[0] == threads * (threads - 1) / 2);
+  }
+  DeviceBuffer<int> out(3);
+  REQUIRE(ember_test::launch_syncthreads_count(out.p) == cudaSuccess);
+  CHECK(out.get() == std::vector<int>{86, 1, 1});  // 0, 3, ..., 255: 86 multiples of 3
+}
+
+TEST_CASE("emulator: atomics from many blocks on several CPU threads", "[emulator]") {
+  DeviceBuffer<float> fsum(1);
+  DeviceBuffer<int> isum(1);
+  DeviceBuffer<unsigned long long> max(1);
+  const int blocks = 64;
+  REQUIRE(ember_test::launch_atomics(fsum.p, isum.p, max.p, blocks) == cudaSuccess);
+  CHECK(fsum.get()[0] == static_cast<float>(blocks * 256));  // exact below 2^24
+  CHECK(isum.get()[0] == blocks * 256);
+  CHECK(max.get()[0] == static_cast<unsigned long long>(blocks * 256 - 1));
+}
+
+TEST_CASE("emulator: the partial last warp of a block", "[emulator]") {
+  DeviceBuffer<int> out(40);
+  REQUIRE(ember_test::launch_partial_warp(out.p, 40) == cudaSuccess);
+  const std::vector<int> v = out.get();
+  for (int t = 0; t < 40; ++t) {
+    INFO("thread " << t);
+    const int lane = t % 32;
+    CHECK(v[t] == (lane % 8 + 1 < 8 ? t + 1 : t));  // the last lane of each 8 keeps its own
+  }
+}
+
+TEST_CASE("emulator: dynamic shared memory", "[emulator]") {
+  DeviceBuffer<int> out(100);
+  REQUIRE(ember_test::launch_dynamic_shared(out.p, 100) == cudaSuccess);
+  const std::vector<int> v = out.get();
+  for (int t = 0; t < 100; ++t) CHECK(v[t] == 99 - t);
+}
+
+TEST_CASE("emulator: the launch errors a GPU gives", "[emulator]") {
+  using ember_test::launch_with_config;
+  CHECK(launch_with_config(1, 1, 1, 1024, 1, 1, 0) == cudaSuccess);
+  CHECK(launch_with_config(1, 1, 1, 1025, 1, 1, 0) == cudaErrorInvalidConfiguration);
+  CHECK(contains(emu::last_report(), "block (1025,1,1): at most 1024"));
+  CHECK(launch_with_config(1, 1, 1, 32, 32, 2, 0) == cudaErrorInvalidConfiguration);
+  CHECK(launch_with_config(1, 1, 1, 1, 1, 65, 0) == cudaErrorInvalidConfiguration);
+  CHECK(launch_with_config(1, 65536, 1, 32, 1, 1, 0) == cudaErrorInvalidConfiguration);
+  CHECK(launch_with_config(1, 1, 65536, 32, 1, 1, 0) == cudaErrorInvalidConfiguration);
+  CHECK(launch_with_config(0, 1, 1, 32, 1, 1, 0) == cudaErrorInvalidConfiguration);
+  CHECK(contains(emu::last_report(), "is empty"));
+  CHECK(launch_with_config(1, 1, 1, 32, 1, 1, 48 * 1024 + 1) == cudaErrorInvalidValue);
+  CHECK(contains(emu::last_report(), "dynamic shared memory"));
+  CHECK(cudaGetLastError() == cudaSuccess);  // a launch error is not sticky
+  device_still_works();
+}
+
+TEST_CASE("emulator: the rounding intrinsics are single IEEE operations", "[emulator]") {
+  const float fa = 1.0f + std::ldexp(1.0f, -23), fb = 1.0f - std::ldexp(1.0f, -24), fc = -1.0f;
+  const double da = 1.0 + std::ldexp(1.0, -52), db = 1.0 - std::ldexp(1.0, -53), dc = -1.0;
+  DeviceBuffer<float> f(6);
+  DeviceBuffer<double> d(6);
+  DeviceBuffer<unsigned> u(3);
+  f.set({0, fa, fb, 0, fc, 0});
+  d.set({0, da, db, 0, dc, 0});
+  u.set({0, 0xdeadbeefu, 0x12345678u});
+  REQUIRE(ember_test::launch_rounding(f.p, d.p, u.p) == cudaSuccess);
+  const std::vector<float> fv = f.get();
+  const std::vector<double> dv = d.get();
+  volatile float fprod = fa * fb;  // rounded on its own
+  CHECK(fv[0] == fprod);
+  CHECK(fv[3] == std::fma(fa, fb, fc));  // one rounding: not fprod + fc
+  CHECK(fv[3] != fprod + fc);
+  CHECK(fv[5] == std::sqrt(fa));
+  volatile double dprod = da * db;
+  CHECK(dv[0] == dprod);
+  CHECK(dv[3] == std::fma(da, db, dc));
+  CHECK(dv[3] != dprod + dc);
+  CHECK(dv[5] == da / db);
+  CHECK(u.get()[0] == static_cast<unsigned>((uint64_t{0xdeadbeefu} * 0x12345678u) >> 32));
+}
+
+TEST_CASE("emulator: a non-blocking copy into pinned memory lands at the next synchronization",
+          "[emulator]") {
+  DeviceBuffer<float> dev(256);
+  REQUIRE(ember_test::launch_fill(dev.p, 256, 7.0f) == cudaSuccess);
+  float* pinned = nullptr;
+  REQUIRE(cudaHostAlloc(reinterpret_cast<void**>(&pinned), 256 * sizeof(float), 0) == cudaSuccess);
+  for (int i = 0; i < 256; ++i) pinned[i] = 0.0f;
+  REQUIRE(cudaMemcpyAsync(pinned, dev.p, 256 * sizeof(float), cudaMemcpyDeviceToHost, nullptr) ==
+          cudaSuccess);
+  // Not there yet: reading the destination before synchronizing is the bug this shows.
+  CHECK(pinned[0] == 0.0f);
+  REQUIRE(cudaStreamSynchronize(nullptr) == cudaSuccess);
+  CHECK(pinned[0] == 7.0f);
+  CHECK(pinned[255] == 7.0f);
+  REQUIRE(cudaFreeHost(pinned) == cudaSuccess);
+}
+
+TEST_CASE("emulator: __device__ variables and the symbol copies", "[emulator]") {
+  int v[4] = {1, 2, 3, 4};
+  REQUIRE(ember_test::symbol_roundtrip(v) == cudaSuccess);
+  CHECK(v[0] == 10);
+  CHECK(v[1] == 21);
+  CHECK(v[2] == 32);
+  CHECK(v[3] == 43);
+}
+
+TEST_CASE("emulator: events complete in stream order and time the work between them",
+          "[emulator]") {
+  cudaEvent_t start = nullptr, stop = nullptr, untimed = nullptr;
+  REQUIRE(cudaEventCreate(&start) == cudaSuccess);
+  REQUIRE(cudaEventCreate(&stop) == cudaSuccess);
+  REQUIRE(cudaEventCreateWithFlags(&untimed, cudaEventDisableTiming) == cudaSuccess);
+  DeviceBuffer<float> b(1 << 20);
+  REQUIRE(cudaEventRecord(start, nullptr) == cudaSuccess);
+  REQUIRE(ember_test::launch_fill(b.p, 1 << 20, 1.0f) == cudaSuccess);
+  REQUIRE(cudaEventRecord(stop, nullptr) == cudaSuccess);
+  REQUIRE(cudaEventRecord(untimed, nullptr) == cudaSuccess);
+  REQUIRE(cudaEventSynchronize(stop) == cudaSuccess);
+  CHECK(cudaEventQuery(stop) == cudaSuccess);
+  float ms = -1.0f;
+  CHECK(cudaEventElapsedTime(&ms, start, stop) == cudaSuccess);
+  CHECK(ms >= 0.0f);
+  CHECK(cudaEventElapsedTime(&ms, start, untimed) == cudaErrorInvalidResourceHandle);
+  CHECK(cudaGetLastError() == cudaErrorInvalidResourceHandle);
+  for (cudaEvent_t e : {start, stop, untimed}) REQUIRE(cudaEventDestroy(e) == cudaSuccess);
+}
+
+TEST_CASE("emulator: device memory runs out at its emulated size", "[emulator]") {
+  size_t free_b = 0, total = 0;
+  REQUIRE(cudaMemGetInfo(&free_b, &total) == cudaSuccess);
+  CHECK(total == cuda::get_device_properties(0).total_memory);
+  CHECK(free_b <= total);
+  void* p = nullptr;
+  CHECK(cudaMalloc(&p, total + 1) == cudaErrorMemoryAllocation);
+  CHECK(p == nullptr);
+  CHECK(cudaGetLastError() == cudaErrorMemoryAllocation);
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("emulator: CUDA_VISIBLE_DEVICES is read as the driver reads it", "[emulator]") {
+  using V = std::vector<int>;
+  CHECK(emu::parse_visible_devices("1,0", 2) == V{1, 0});
+  CHECK(emu::parse_visible_devices(" 1 , 0 ", 2) == V{1, 0});
+  CHECK(emu::parse_visible_devices("0,5,1", 2) == V{0});   // 5 does not exist: the list ends
+  CHECK(emu::parse_visible_devices("1,1,0", 2) == V{1});   // a repeat ends it too
+  CHECK(emu::parse_visible_devices("-1", 2).empty());
+  CHECK(emu::parse_visible_devices("", 2).empty());
+  CHECK(emu::parse_visible_devices("gpu0", 2).empty());
+  CHECK(emu::parse_visible_devices("2", 4) == V{2});
+}
+
+TEST_CASE("emulator: several devices, and peer access between them", "[emulator]") {
+  if (cuda::device_count() < 2) {
+    std::cout << "SKIPPED: needs 2 emulated devices (EMBER_EMULATED_DEVICES=2)\n";
+    return;
+  }
+  // Each device reports itself; the PCI bus number is the physical index.
+  CHECK(cuda::get_device_properties(1).pci_bus_id != cuda::get_device_properties(0).pci_bus_id);
+  // Memory of cuda:1, read by a kernel on cuda:0: an illegal address without peer access.
+  REQUIRE(cudaSetDevice(1) == cudaSuccess);
+  float* on1 = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&on1), 64) == cudaSuccess);
+  REQUIRE(cudaMemset(on1, 0, 64) == cudaSuccess);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  DeviceBuffer<float> out(1);
+  CHECK(ember_test::plant_read(on1, out.p) == cudaErrorIllegalAddress);
+  check_report(emu::last_report(), "memcheck", "read_kernel", "(0,0,0)", "(0,0,0)");
+  CHECK(contains(emu::last_report(), "cuda:1's memory, and the kernel runs on cuda:0"));
+  int can = 0;
+  REQUIRE(cudaDeviceCanAccessPeer(&can, 0, 1) == cudaSuccess);
+  CHECK(can == 1);
+  REQUIRE(cudaDeviceEnablePeerAccess(1, 0) == cudaSuccess);
+  CHECK(ember_test::plant_read(on1, out.p) == cudaSuccess);
+  REQUIRE(cudaDeviceDisablePeerAccess(1) == cudaSuccess);
+  // A peer copy works either way.
+  DeviceBuffer<float> copy(16);
+  CHECK(cudaMemcpyPeer(copy.p, 0, on1, 1, 64) == cudaSuccess);
+  REQUIRE(cudaFree(on1) == cudaSuccess);
+}
+
+// ==== planted bugs: every checker catches its bug, and says where ===================================
+
+TEST_CASE("emulator memcheck: a write past the end of a cudaMalloc block", "[emulator][planted]") {
+  DeviceBuffer<float> out(100);
+  CHECK(ember_test::plant_out_of_bounds(out.p, 100) == cudaErrorIllegalAddress);
+  const std::string r = emu::last_report();
+  check_report(r, "memcheck", "out_of_bounds_kernel", "(0,0,0)", "(100,0,0)");
+  CHECK(contains(r, "invalid write of 4 bytes"));
+  CHECK(contains(r, "0 bytes past the end of a 400-byte block"));
+  device_still_works();
+}
+
+TEST_CASE("emulator memcheck: a read after cudaFree", "[emulator][planted]") {
+  float* p = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&p), 4096) == cudaSuccess);
+  REQUIRE(cudaFree(p) == cudaSuccess);
+  DeviceBuffer<float> out(1);
+  CHECK(ember_test::plant_read(p, out.p) == cudaErrorIllegalAddress);
+  const std::string r = emu::last_report();
+  check_report(r, "memcheck", "read_kernel", "(0,0,0)", "(0,0,0)");
+  CHECK(contains(r, "freed with cudaFree"));
+  device_still_works();
+}
+
+TEST_CASE("emulator memcheck: a stale pointer into a block ember's allocator cached",
+          "[emulator][planted]") {
+  const float* stale = nullptr;
+  {
+    const Tensor t = zeros({100}, TensorOptions(kFloat32).device("cuda"));
+    stale = static_cast<const float*>(t.raw_data());
+  }  // the tensor dies; its block goes back to the cache, still cudaMalloc'd
+  DeviceBuffer<float> out(1);
+  CHECK(ember_test::plant_read(stale, out.p) == cudaErrorIllegalAddress);
+  const std::string r = emu::last_report();
+  check_report(r, "memcheck", "read_kernel", "(0,0,0)", "(0,0,0)");
+  CHECK(contains(r, "caching allocator holds for reuse: no live tensor owns it"));
+  device_still_works();
+}
+
+TEST_CASE("emulator memcheck: a read past a tensor's end, inside its cached block",
+          "[emulator][planted]") {
+  const Tensor t = zeros({100}, TensorOptions(kFloat32).device("cuda"));  // a 512-byte block
+  DeviceBuffer<float> out(1);
+  CHECK(ember_test::plant_read_at(static_cast<const float*>(t.raw_data()), 100, out.p) ==
+        cudaErrorIllegalAddress);
+  const std::string r = emu::last_report();
+  check_report(r, "memcheck", "read_kernel", "(0,0,0)", "(0,0,0)");
+  CHECK(contains(r, "0 bytes past the end of a live tensor's 400 bytes"));
+  device_still_works();
+}
+
+TEST_CASE("emulator memcheck: a host pointer handed to a kernel", "[emulator][planted]") {
+  std::vector<float> host(16, 1.0f);
+  DeviceBuffer<float> out(1);
+  CHECK(ember_test::plant_read(host.data(), out.p) == cudaErrorIllegalAddress);
+  const std::string r = emu::last_report();
+  check_report(r, "memcheck", "read_kernel", "(0,0,0)", "(0,0,0)");
+  CHECK(contains(r, "host memory, which a kernel cannot reach"));
+  device_still_works();
+}
+
+TEST_CASE("emulator memcheck: a misaligned 16-byte load", "[emulator][planted]") {
+  DeviceBuffer<float> in(16), out(4);
+  CHECK(ember_test::plant_misaligned(in.p, out.p) == cudaErrorMisalignedAddress);
+  const std::string r = emu::last_report();
+  check_report(r, "memcheck", "misaligned_kernel", "(0,0,0)", "(0,0,0)");
+  CHECK(contains(r, "misaligned read of 16 bytes"));
+  device_still_works();
+}
+
+TEST_CASE("emulator racecheck: shared memory read before the barrier", "[emulator][planted]") {
+  Checks on(emu::kMemcheck | emu::kRacecheck | emu::kSynccheck);
+  DeviceBuffer<int> out(256);
+  CHECK(ember_test::plant_shared_race(out.p) == cudaErrorLaunchFailure);
+  const std::string r = emu::last_report();
+  check_report(r, "racecheck", "shared_race_kernel", "(0,0,0)", "(1,0,0)");
+  CHECK(contains(r, "read-after-write hazard on shared memory"));
+  CHECK(contains(r, "that thread (0,0,0) wrote"));
+  device_still_works();
+}
+
+TEST_CASE("emulator synccheck: a barrier that half the threads skip", "[emulator][planted]") {
+  DeviceBuffer<int> out(32);
+  CHECK(ember_test::plant_divergent_barrier(out.p) == cudaErrorLaunchFailure);
+  const std::string r = emu::last_report();
+  check_report(r, "synccheck", "divergent_barrier_kernel", "(0,0,0)", "(16,0,0)");
+  CHECK(contains(r, "returned while threads (0,0,0)"));
+  CHECK(contains(r, "wait at the __syncthreads at tests/emulator/kernels.cu:"));
+  device_still_works();
+}
+
+TEST_CASE("emulator synccheck: a full-mask shuffle after half the warp returned",
+          "[emulator][planted]") {
+  DeviceBuffer<int> out(32);
+  CHECK(ember_test::plant_exited_lane(out.p) == cudaErrorLaunchFailure);
+  const std::string r = emu::last_report();
+  check_report(r, "synccheck", "exited_lane_kernel", "(0,0,0)", "(16,0,0)");
+  CHECK(contains(r, "(lane 16) returned while lanes of its warp wait for it"));
+  device_still_works();
+}
+
+TEST_CASE("emulator initcheck: a read of memory nothing wrote", "[emulator][planted]") {
+  Checks on(emu::kAllChecks);
+  float* p = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&p), 256) == cudaSuccess);  // not written
+  DeviceBuffer<float> out(1);
+  CHECK(ember_test::plant_read(p, out.p) == cudaErrorLaunchFailure);
+  const std::string r = emu::last_report();
+  check_report(r, "initcheck", "read_kernel", "(0,0,0)", "(0,0,0)");
+  CHECK(contains(r, "that nothing has written since it was allocated"));
+  REQUIRE(cudaFree(p) == cudaSuccess);
+  device_still_works();
+}
+
+TEST_CASE("emulator: the checkers can be turned off", "[emulator]") {
+  Checks off(0);
+  DeviceBuffer<int> out(256);
+  // The racy kernel runs to the end without a report (its result is whatever the order gives).
+  CHECK(ember_test::plant_shared_race(out.p) == cudaSuccess);
+  CHECK(emu::parse_checks("memcheck, racecheck") == (emu::kMemcheck | emu::kRacecheck));
+  CHECK(emu::parse_checks("all") == emu::kAllChecks);
+  CHECK(emu::parse_checks("none") == 0u);
+  CHECK_THROWS_WITH(emu::parse_checks("memchek"), Catch::Contains("unknown checker 'memchek'"));
+}
+
+// Host code that dereferences a device pointer crashes on a GPU machine; with hostcheck (always,
+// under AddressSanitizer) it crashes in the emulator too, and says what happened. Run in a child.
+TEST_CASE("emulator hostcheck: host code writing into device memory is caught",
+          "[emulator][planted]") {
+  float* p = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&p), 64) == cudaSuccess);
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    const int devnull = open("/dev/null", O_WRONLY);  // the test runner's own crash report
+    if (devnull >= 0) dup2(devnull, 1);
+    // Off and on again: hostcheck's SIGSEGV handler goes in when it is turned on, in front of the
+    // test runner's own (which the runner reinstalls for every test case).
+    emu::set_checks(emu::checks() & ~emu::kHostcheck);
+    emu::set_checks(emu::checks() | emu::kHostcheck);
+    const float host[4] = {1, 2, 3, 4};
+    std::memcpy(p, host, sizeof host);  // the bug
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string err;
+  char buf[4096];
+  for (ssize_t k; (k = read(fds[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<size_t>(k));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  INFO(err);
+  CHECK(!(WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  CHECK(contains(err, "host code touched device memory at 0x"));
+  REQUIRE(cudaFree(p) == cudaSuccess);
+  device_still_works();
+}
+
+#endif  // EMBER_CUDA_EMULATED
