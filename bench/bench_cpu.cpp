@@ -14,8 +14,8 @@
 // products of its first layer written the way the backward writes them, with transposed views:
 //   dX = dY @ W^T   [64,512] @ [512,784]   (W is stored [784,512]; W^T is a view)
 //   dW = X^T @ dY   [784,64] @ [64,512]    (X is stored [64,784]; X^T is a view)
-// the products of the cats-vs-dogs CNN's two large convolutions as kernels/cpu/conv.cpp's im2col
-// path calls them (conv2: 32->64 channels, 5x5, a 19x19 output, one image per product; conv3:
+// the products of the cats-vs-dogs CNN's two large convolutions as kernels/cpu/conv_im2col.cpp
+// calls them (conv2: 32->64 channels, 5x5, a 19x19 output, one image per product; conv3:
 // 64->128, a 5x5 output, 10 images side by side per product): forward W @ col (W passed as the
 // transpose of a stored W^T), input gradient W^T @ dY, weight gradient computed transposed,
 // col @ dY^T (float32 on an AVX-512 CPU now runs these two layers as an implicit GEMM instead,

@@ -21,11 +21,12 @@
 //   relu, exp, add, broadcast add, sum, softmax — ember's public ops (core/ember.h) on CUDA
 //     tensors, what a user's code runs; each call also allocates its output from the caching
 //     allocator (a cache hit after the warm-up), host work that overlaps the GPU's.
-//   cross_entropy forward + backward — the kernels (kernels/cuda/cross_entropy.h) directly: the
+//   cross_entropy forward + backward — the kernels (kernels/cross_entropy.h) directly: the
 //     op card first checks the targets on the GPU and reads the answer back (the host waits, by
 //     design, so a bad label gets a readable error), and the backward would go through the
 //     autograd engine and accumulate into .grad; both would blur the kernels' bandwidth.
-//   Adam — the fused multi-tensor kernel (kernels::cuda::adam_step, what optim::Adam launches)
+//   Adam — the fused multi-tensor kernel (kernels/cuda/optim.cu adam_step, what optim::Adam
+//   launches)
 //     on a ParamList of one big parameter, directly: optim::Adam would also need a backward pass
 //     to produce the gradient.
 //
@@ -53,9 +54,9 @@
 
 #include "bench/harness.h"
 #include "core/ember.h"
-#include "kernels/cuda/cross_entropy.h"
+#include "kernels/cross_entropy.h"
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/optim.h"
+#include "kernels/optim.h"
 
 namespace {
 
@@ -282,14 +283,14 @@ Prepared prepare_cross_entropy(int64_t bytes) {
   const Tensor grad_out = ember::ones({}, on_gpu());  // d(loss)/d(loss) = 1
   const Tensor dlogits = ember::empty({N, C}, on_gpu());
   auto run = [=] {
-    kc::cross_entropy_forward(ember::kFloat32, N, C, /*S*/ 1, logits.raw_data(),
-                              target.data_ptr<int64_t>(), nullptr, -100, loss.raw_data(),
-                              stats.raw_data(), /*reduction: mean*/ 2, mean.raw_data(),
-                              weight_sum.raw_data());
-    kc::cross_entropy_backward(ember::kFloat32, N, C, /*S*/ 1, logits.raw_data(),
-                               target.data_ptr<int64_t>(), nullptr, -100, stats.raw_data(),
-                               grad_out.raw_data(), /*grad_stride*/ 0, weight_sum.raw_data(),
-                               dlogits.raw_data());
+    kc::cross_entropy_kernels.forward(ember::kFloat32, N, C, /*S*/ 1, logits.raw_data(),
+                                      target.data_ptr<int64_t>(), nullptr, -100, loss.raw_data(),
+                                      stats.raw_data(), ember::kernels::CrossEntropyReduction::Mean,
+                                      mean.raw_data(), weight_sum.raw_data());
+    kc::cross_entropy_kernels.backward(ember::kFloat32, N, C, /*S*/ 1, logits.raw_data(),
+                                       target.data_ptr<int64_t>(), nullptr, -100, stats.raw_data(),
+                                       grad_out.raw_data(), /*grad_stride*/ 0,
+                                       weight_sum.raw_data(), dlogits.raw_data());
   };
   run();
   const Tensor x_cpu = logits.cpu();
@@ -338,7 +339,7 @@ Prepared prepare_adam(int64_t bytes) {
   const Tensor exp_avg_sq = ember::rand({n}, on_gpu()) * 0.01 + 1e-4;
 
   // torch.optim.Adam's defaults at step 10 (so both bias corrections matter).
-  kc::AdamStep s;
+  ember::kernels::AdamStep s;
   s.lr = 1e-3;
   s.beta1 = 0.9;
   s.beta2 = 0.999;
@@ -348,24 +349,30 @@ Prepared prepare_adam(int64_t bytes) {
   s.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(s.beta2, t));
   s.step_size = s.lr / (1.0 - std::pow(s.beta1, t));
 
-  kc::ParamList list;
+  ember::kernels::ParamList list;
   list.params = {param.raw_data()};
   list.grads = {grad.raw_data()};
   list.sizes = {n};
   const std::vector<void*> exp_avgs = {exp_avg.raw_data()};
   const std::vector<void*> exp_avg_sqs = {exp_avg_sq.raw_data()};
-  auto run = [=] { kc::adam_step(ember::kFloat32, list, exp_avgs, exp_avg_sqs, {}, s); };
+  auto run = [=] {
+    kc::optim_kernels.adam_step(ember::kFloat32, list, exp_avgs, exp_avg_sqs, {}, s);
+  };
 
-  // The reference: the CPU kernel (kernels/cpu/optim.h, the same math) on copies of the state.
+  // The reference: the CPU kernel (kernels/cpu/optim.cpp, the same math) on copies of the state.
   const Tensor p_ref = param.cpu(), g_ref = grad.cpu();
   const Tensor m_ref = exp_avg.cpu(), v_ref = exp_avg_sq.cpu();
-  ember::kernels::cpu::adam_step(ember::kFloat32, n, p_ref.raw_data(), g_ref.raw_data(),
-                                 m_ref.raw_data(), v_ref.raw_data(), nullptr, s);
+  ember::kernels::ParamList ref;
+  ref.params = {p_ref.raw_data()};
+  ref.grads = {g_ref.raw_data()};
+  ref.sizes = {n};
+  ember::kernels::cpu::optim_kernels.adam_step(ember::kFloat32, ref, {m_ref.raw_data()},
+                                               {v_ref.raw_data()}, {}, s);
   run();
   const float* pv = p_ref.data_ptr<float>();
   const float* mv = m_ref.data_ptr<float>();
   const float* vv = v_ref.data_ptr<float>();
-  // Both devices round the same operations; the CPU build may skip an FMA (kernels/cpu/optim.h).
+  // Both devices round the same operations; the CPU build may skip an FMA (kernels/optim.h).
   Prepared p;
   p.bytes = 7.0 * 4.0 * static_cast<double>(n);
   p.verdict = compare("param", param.cpu(), [pv](int64_t i) { return double(pv[i]); }, 1e-7, 1e-6);

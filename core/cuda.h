@@ -1,9 +1,10 @@
 // ember/core/cuda.h — the CUDA runtime as ember's users see it (torch.cuda's counterpart).
 //
-// Everything here builds and links without CUDA: a CPU-only build (core/cuda_cpu_only.cpp)
-// answers "no GPU" to every question and raises a DeviceError from anything that would need
-// one. In a CUDA build the implementation is kernels/cuda/runtime.cu (devices, streams, copies)
-// and kernels/cuda/allocator.cu (the caching allocator and its statistics). CUDA graphs
+// Everything here builds and links without CUDA. core/cuda.cpp implements it on top of the CUDA
+// backend's runtime table (kernels/device_runtime.h): a CPU-only build has no such table, and
+// then every question gets the answer "no GPU" and anything that would need one raises a
+// DeviceError. In a CUDA build the work is done by kernels/cuda/runtime.cu (devices, streams,
+// copies) and kernels/cuda/allocator.cu (the caching allocator and its statistics). CUDA graphs
 // (torch.cuda.CUDAGraph) have a header of their own: core/cuda_graph.h.
 //
 // Device indices are those the process sees after CUDA_VISIBLE_DEVICES: with
@@ -141,7 +142,8 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 
 namespace detail {
 // The allocators behind Storage (core/storage.cpp): device memory through the caching
-// allocator, and page-locked host memory for pin_memory(). nullptr in a CPU-only build.
+// allocator, and page-locked host memory for pin_memory(), both adapters in core/cuda.cpp over
+// the runtime table's alloc and free. nullptr in a CPU-only build.
 Allocator* device_allocator();
 Allocator* pinned_allocator();
 }  // namespace detail

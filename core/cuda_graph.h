@@ -1,5 +1,6 @@
 // ember/core/cuda_graph.h — CUDA graphs: record a whole training step once, replay it with one
-// launch (torch.cuda.CUDAGraph's counterpart; kernels/cuda/graph.cu implements it).
+// launch (torch.cuda.CUDAGraph's counterpart; kernels/cuda/graph.cu implements it, reached
+// through core/cuda_graph.cpp and the runtime table of kernels/device_runtime.h).
 //
 // Why: a small model's step is hundreds of short kernels, and on a GPU each launch costs the CPU
 // a few microseconds — often more than the kernel itself. A graph records the step's kernels and

@@ -5,9 +5,10 @@
 #include <type_traits>
 
 #include "core/autograd/grad_mode.h"
+#include "core/backend.h"
 #include "core/cuda.h"
 #include "core/iter.h"
-#include "kernels/cuda/elementwise.h"
+#include "kernels/elementwise.h"
 
 namespace ember {
 
@@ -158,8 +159,8 @@ Tensor wrapped_scalar(const Scalar& s, DType dtype, Device device) {
     // uint8 is 232), and unlike fill_ it accepts values the dtype cannot hold (x + 1000 on a
     // uint8 tensor wraps, as in PyTorch).
     t = empty({}, TensorOptions(dtype).device(device));
-    cuda::DeviceGuard guard(device);
-    kernels::cuda::fill(dtype, make_loop<1>({}, {&t}, "scalar"), t.raw_data(), s.to_double());
+    KernelsOn(t)->elementwise.fill(dtype, make_loop<1>({}, {&t}, "scalar"), t.raw_data(),
+                                   s.to_double());
   } else {
     Tensor host = empty({}, TensorOptions(dtype));
     EMBER_DISPATCH_ALL(dtype, "scalar", [&] {

@@ -65,8 +65,9 @@ const std::vector<OpInfo>& op_registry() {
       {"cat", "core/ops/cat.cpp", true, "CatBackward", ELEMENTWISE_KERNELS},
       {"stack", "core/ops/cat.cpp", true, "(composite: unsqueeze, cat)", ELEMENTWISE_KERNELS},
       // convolution and pooling
-      {"conv2d", "core/ops/conv2d.cpp", true, "Conv2dBackward", "kernels/cpu/conv.cpp",
-       "kernels/cuda/conv.cu (+ conv_cudnn.cu)"},
+      {"conv2d", "core/ops/conv2d.cpp", true, "Conv2dBackward",
+       "kernels/cpu/conv.cpp (+ conv_im2col.cpp, conv_implicit.cpp)",
+       "kernels/cuda/conv.cu (+ conv_im2col.cu, conv_implicit.cu, conv_bias.cu, conv_cudnn.cu)"},
       {"max_pool2d", "core/ops/pool2d.cpp", true, "MaxPool2dBackward", POOL_KERNELS},
       {"avg_pool2d", "core/ops/pool2d.cpp", true, "AvgPool2dBackward", POOL_KERNELS},
       // layout

@@ -10,13 +10,13 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/backend.h"
 #include "core/cuda.h"
 #include "core/ops.h"
 #include "core/random.h"
-#include "kernels/cpu/random.h"
-#include "kernels/cuda/elementwise.h"
-#include "kernels/cuda/random.h"
 #include "kernels/base/philox.h"
+#include "kernels/elementwise.h"
+#include "kernels/random.h"
 
 namespace ember {
 
@@ -355,18 +355,13 @@ Tensor arange(double start, double end, double step, const TensorOptions& o) {
   EMBER_CHECK((end - start) / step >= 0, "arange: the range [", start, ", ", end,
               ") is empty or runs against step ", step);
   const auto n = static_cast<int64_t>(std::ceil((end - start) / step));
-  if (cuda::resolve(o.device_).is_cuda()) {  // computed in place on the GPU
-    TensorOptions no_grad = o;
-    no_grad.requires_grad_ = false;
-    Tensor t = empty({n}, no_grad);
-    cuda::DeviceGuard guard(t.device());
-    kernels::cuda::arange(t.dtype(), t.raw_data(), n, start, step);
-    if (o.requires_grad_) t.requires_grad_(true);
-    return t;
-  }
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + static_cast<double>(i) * step;
-  return tensor(v, {n}, o);
+  // Computed where it will live (in place on a GPU: no host staging).
+  TensorOptions no_grad = o;
+  no_grad.requires_grad_ = false;
+  Tensor t = empty({n}, no_grad);
+  KernelsOn(t)->elementwise.arange(t.dtype(), t.raw_data(), n, start, step);
+  if (o.requires_grad_) t.requires_grad_(true);
+  return t;
 }
 
 Tensor linspace(double start, double end, int64_t steps, const TensorOptions& o) {
@@ -387,29 +382,24 @@ Tensor random_tensor(const Shape& shape, const TensorOptions& o, const Fill& fil
   Tensor t = empty(shape, no_grad);
   Generator& g = default_generator();
   const uint64_t seed = g.seed(), offset = g.advance(static_cast<uint64_t>(t.numel()));
-  if (t.is_cuda()) {
-    cuda::DeviceGuard guard(t.device());
-    fill(t, seed, offset, true);
-  } else {
-    fill(t, seed, offset, false);
-  }
+  fill(KernelsOn(t)->random, t, seed, offset);
   if (o.requires_grad_) t.requires_grad_(true);
   return t;
 }
 }  // namespace
 
 Tensor rand(const Shape& shape, const TensorOptions& o) {
-  return random_tensor(shape, o, [](Tensor& t, uint64_t seed, uint64_t off, bool gpu) {
-    if (gpu) kernels::cuda::uniform(t.dtype(), t.raw_data(), t.numel(), seed, off, 0.0, 1.0);
-    else kernels::cpu::uniform(t.dtype(), t.raw_data(), t.numel(), seed, off, 0.0, 1.0);
-  });
+  return random_tensor(shape, o,
+                       [](const kernels::RandomKernels& k, Tensor& t, uint64_t seed, uint64_t off) {
+                         k.uniform(t.dtype(), t.raw_data(), t.numel(), seed, off, 0.0, 1.0);
+                       });
 }
 
 Tensor randn(const Shape& shape, const TensorOptions& o) {
-  return random_tensor(shape, o, [](Tensor& t, uint64_t seed, uint64_t off, bool gpu) {
-    if (gpu) kernels::cuda::normal(t.dtype(), t.raw_data(), t.numel(), seed, off, 0.0, 1.0);
-    else kernels::cpu::normal(t.dtype(), t.raw_data(), t.numel(), seed, off, 0.0, 1.0);
-  });
+  return random_tensor(shape, o,
+                       [](const kernels::RandomKernels& k, Tensor& t, uint64_t seed, uint64_t off) {
+                         k.normal(t.dtype(), t.raw_data(), t.numel(), seed, off, 0.0, 1.0);
+                       });
 }
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& o) {
@@ -417,10 +407,11 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOption
   TensorOptions as_int64 = o;
   as_int64.dtype_ = kInt64;
   as_int64.requires_grad_ = false;
-  Tensor t = random_tensor(shape, as_int64, [&](Tensor& x, uint64_t seed, uint64_t off, bool gpu) {
-    if (gpu) kernels::cuda::randint(x.data_ptr<int64_t>(), x.numel(), seed, off, low, high);
-    else kernels::cpu::randint(x.data_ptr<int64_t>(), x.numel(), seed, off, low, high);
-  });
+  Tensor t =
+      random_tensor(shape, as_int64,
+                    [&](const kernels::RandomKernels& k, Tensor& x, uint64_t seed, uint64_t off) {
+                      k.randint(x.data_ptr<int64_t>(), x.numel(), seed, off, low, high);
+                    });
   return t.to(o.dtype_);
 }
 

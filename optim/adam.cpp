@@ -3,11 +3,11 @@
 #include <cmath>
 
 #include "core/autograd/grad_mode.h"
-#include "kernels/base/error.h"
-#include "core/ops.h"
+#include "core/backend.h"
 #include "core/cuda.h"
-#include "kernels/cpu/optim.h"
-#include "kernels/cuda/optim.h"
+#include "core/ops.h"
+#include "kernels/base/error.h"
+#include "kernels/optim.h"
 
 namespace ember::optim {
 
@@ -55,14 +55,15 @@ AdamOptions Adam::options() const {
 }
 
 namespace {
-// CUDA parameters that share dtype, device and step count are updated together by one
-// multi-tensor launch (kernels/cuda/optim.h): the per-parameter launches would dominate a small
-// model's step on the GPU.
-struct CudaAdamGroup {
+// Contiguous parameters that share dtype, device and step count go to the optim kernels
+// (kernels/optim.h) as one list: one multi-tensor launch on a GPU (kernels/cuda/optim.cu: the
+// per-parameter launches would dominate a small model's step), one pass over each parameter on
+// the CPU (kernels/cpu/optim.cpp).
+struct FusedGroup {
   DType dtype;
   Device device;
   int64_t step;
-  kernels::cuda::ParamList list;
+  kernels::ParamList list;
   std::vector<void*> exp_avgs, exp_avg_sqs, max_exp_avg_sqs;
   std::vector<Tensor> touched;  // version counters to bump after the launch
 };
@@ -70,7 +71,7 @@ struct CudaAdamGroup {
 
 void Adam::step() {
   NoGradGuard no_grad;
-  std::vector<CudaAdamGroup> groups;
+  std::vector<FusedGroup> groups;
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor g = grad_for_step(i);
     if (!g.defined()) continue;  // not reached by backward: PyTorch skips it too
@@ -96,12 +97,12 @@ void Adam::step() {
                          g.is_contiguous() && st.exp_avg.is_contiguous() &&
                          st.exp_avg_sq.is_contiguous() &&
                          (!options_.amsgrad || st.max_exp_avg_sq.is_contiguous());
-    if (fusable && p.is_cuda()) {
-      CudaAdamGroup* grp = nullptr;
-      for (CudaAdamGroup& c : groups)
+    if (fusable) {
+      FusedGroup* grp = nullptr;
+      for (FusedGroup& c : groups)
         if (c.dtype == p.dtype() && c.device == p.device() && c.step == st.step) grp = &c;
       if (!grp) {
-        groups.push_back(CudaAdamGroup{p.dtype(), p.device(), st.step, {}, {}, {}, {}, {}});
+        groups.push_back(FusedGroup{p.dtype(), p.device(), st.step, {}, {}, {}, {}, {}});
         grp = &groups.back();
       }
       grp->list.params.push_back(p.raw_data());
@@ -112,46 +113,26 @@ void Adam::step() {
       if (options_.amsgrad) grp->max_exp_avg_sqs.push_back(st.max_exp_avg_sq.raw_data());
       grp->touched.insert(grp->touched.end(), {p, st.exp_avg, st.exp_avg_sq});
       if (options_.amsgrad) grp->touched.push_back(st.max_exp_avg_sq);
-    } else if (fusable) {
-      update_fused(p, g, st, step_size, bias_correction2_sqrt);
     } else {
       update_with_tensor_ops(p, g, st, step_size, bias_correction2_sqrt);
     }
   }
-  for (CudaAdamGroup& grp : groups) {
+  for (FusedGroup& grp : groups) {
     const double t = static_cast<double>(grp.step);
-    kernels::cuda::AdamStep s = kernel_step(std::sqrt(1.0 - std::pow(options_.beta2, t)),
-                                            lr_ / (1.0 - std::pow(options_.beta1, t)));
-    cuda::DeviceGuard guard(grp.device);
-    kernels::cuda::adam_step(grp.dtype, grp.list, grp.exp_avgs, grp.exp_avg_sqs,
-                             grp.max_exp_avg_sqs, s);
+    kernels::AdamStep s;
+    s.lr = lr_;
+    s.beta1 = options_.beta1;
+    s.beta2 = options_.beta2;
+    s.eps = options_.eps;
+    s.weight_decay = options_.weight_decay;
+    s.decoupled_weight_decay = decoupled_;
+    s.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, t));
+    s.step_size = lr_ / (1.0 - std::pow(options_.beta1, t));
+    KernelsOn(grp.device)
+        ->optim.adam_step(grp.dtype, grp.list, grp.exp_avgs, grp.exp_avg_sqs, grp.max_exp_avg_sqs,
+                          s);
     for (Tensor& x : grp.touched) x.bump_version();
   }
-}
-
-kernels::cpu::AdamStep Adam::kernel_step(double bias_correction2_sqrt, double step_size) const {
-  kernels::cpu::AdamStep s;
-  s.lr = lr_;
-  s.beta1 = options_.beta1;
-  s.beta2 = options_.beta2;
-  s.eps = options_.eps;
-  s.weight_decay = options_.weight_decay;
-  s.decoupled_weight_decay = decoupled_;
-  s.bias_correction2_sqrt = bias_correction2_sqrt;
-  s.step_size = step_size;
-  return s;
-}
-
-void Adam::update_fused(Tensor& p, const Tensor& g, AdamState& st, double step_size,
-                        double bias_correction2_sqrt) {
-  const kernels::cpu::AdamStep s = kernel_step(bias_correction2_sqrt, step_size);
-  kernels::cpu::adam_step(p.dtype(), p.numel(), p.raw_data(), g.raw_data(),
-                          st.exp_avg.raw_data(), st.exp_avg_sq.raw_data(),
-                          options_.amsgrad ? st.max_exp_avg_sq.raw_data() : nullptr, s);
-  p.bump_version();
-  st.exp_avg.bump_version();
-  st.exp_avg_sq.bump_version();
-  if (options_.amsgrad) st.max_exp_avg_sq.bump_version();
 }
 
 // The same update as the kernel, as PyTorch's _single_tensor_adam(w) writes it.

@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/cpu/optim.h"
 #include "optim/optimizer.h"
 
 namespace ember::optim {
@@ -31,8 +30,8 @@ struct AdamOptions {
   double eps = 1e-8;
   double weight_decay = 0.0;  // L2 penalty added to the gradient
   bool amsgrad = false;
-  // Update contiguous parameters with the one-pass kernels: kernels/cpu/optim.h on the CPU,
-  // one multi-tensor launch for all parameters on a GPU (kernels/cuda/optim.h). false: always
+  // Update contiguous parameters with the one-pass kernels: kernels/cpu/optim.cpp on the CPU,
+  // one multi-tensor launch for all parameters on a GPU (kernels/cuda/optim.cu). false: always
   // tensor ops.
   bool fused = true;
 };
@@ -74,9 +73,6 @@ class Adam : public Optimizer {
        std::string name);
 
  private:
-  void update_fused(Tensor& p, const Tensor& g, AdamState& st, double step_size,
-                    double bias_correction2_sqrt);
-  kernels::cpu::AdamStep kernel_step(double bias_correction2_sqrt, double step_size) const;
   void update_with_tensor_ops(Tensor& p, const Tensor& g, AdamState& st, double step_size,
                               double bias_correction2_sqrt);
 

@@ -3,10 +3,9 @@
 #include <cmath>
 
 #include "core/autograd/grad_mode.h"
+#include "core/backend.h"
 #include "kernels/base/error.h"
-#include "core/cuda.h"
-#include "kernels/cpu/optim.h"
-#include "kernels/cuda/optim.h"
+#include "kernels/optim.h"
 
 namespace ember::optim {
 
@@ -33,21 +32,33 @@ SGDOptions SGD::options() const {
 }
 
 namespace {
-// CUDA parameters of one dtype and device, all on their first momentum step or all past it, are
-// updated by one multi-tensor launch (kernels/cuda/optim.h).
-struct CudaSgdGroup {
+// Contiguous parameters of one dtype and device, all on their first momentum step or all past
+// it, go to the optim kernels (kernels/optim.h) as one list: one multi-tensor launch on a GPU
+// (kernels/cuda/optim.cu), one pass over each parameter on the CPU (kernels/cpu/optim.cpp).
+struct FusedGroup {
   DType dtype;
   Device device;
   bool first_step;
-  kernels::cuda::ParamList list;
+  kernels::ParamList list;
   std::vector<void*> momentum_bufs;
   std::vector<Tensor> touched;
 };
+
+kernels::SGDStep kernel_step(const SGDOptions& o, double lr, bool first_step) {
+  kernels::SGDStep s;
+  s.lr = lr;
+  s.momentum = o.momentum;
+  s.dampening = o.dampening;
+  s.weight_decay = o.weight_decay;
+  s.nesterov = o.nesterov;
+  s.first_step = first_step;
+  return s;
+}
 }  // namespace
 
 void SGD::step() {
   NoGradGuard no_grad;
-  std::vector<CudaSgdGroup> groups;
+  std::vector<FusedGroup> groups;
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor g = grad_for_step(i);
     if (!g.defined()) continue;  // not reached by backward: PyTorch skips it too
@@ -56,14 +67,14 @@ void SGD::step() {
     follow_param(buf, i);
     const bool fusable = options_.fused && p.is_contiguous() && g.is_contiguous() &&
                          (!buf.defined() || buf.is_contiguous());
-    if (fusable && p.is_cuda()) {
+    if (fusable) {
       const bool first = options_.momentum != 0.0 && !buf.defined();
       if (first) buf = empty(p.shape(), p.options());  // written, not read, by the kernel
-      CudaSgdGroup* grp = nullptr;
-      for (CudaSgdGroup& c : groups)
+      FusedGroup* grp = nullptr;
+      for (FusedGroup& c : groups)
         if (c.dtype == p.dtype() && c.device == p.device() && c.first_step == first) grp = &c;
       if (!grp) {
-        groups.push_back(CudaSgdGroup{p.dtype(), p.device(), first, {}, {}, {}});
+        groups.push_back(FusedGroup{p.dtype(), p.device(), first, {}, {}, {}});
         grp = &groups.back();
       }
       grp->list.params.push_back(p.raw_data());
@@ -74,37 +85,15 @@ void SGD::step() {
         grp->momentum_bufs.push_back(buf.raw_data());
         grp->touched.push_back(buf);
       }
-    } else if (fusable) {
-      update_fused(p, g, buf);
     } else {
       update_with_tensor_ops(p, g, buf);
     }
   }
-  for (CudaSgdGroup& grp : groups) {
-    kernels::cuda::SGDStep s = kernel_step(grp.first_step);
-    cuda::DeviceGuard guard(grp.device);
-    kernels::cuda::sgd_step(grp.dtype, grp.list, grp.momentum_bufs, s);
+  for (FusedGroup& grp : groups) {
+    const kernels::SGDStep s = kernel_step(options_, lr_, grp.first_step);
+    KernelsOn(grp.device)->optim.sgd_step(grp.dtype, grp.list, grp.momentum_bufs, s);
     for (Tensor& x : grp.touched) x.bump_version();
   }
-}
-
-kernels::cpu::SGDStep SGD::kernel_step(bool first_step) const {
-  kernels::cpu::SGDStep s;
-  s.lr = lr_;
-  s.momentum = options_.momentum;
-  s.dampening = options_.dampening;
-  s.weight_decay = options_.weight_decay;
-  s.nesterov = options_.nesterov;
-  s.first_step = first_step;
-  return s;
-}
-
-void SGD::update_fused(Tensor& p, const Tensor& g, Tensor& buf) {
-  const kernels::cpu::SGDStep s = kernel_step(options_.momentum != 0.0 && !buf.defined());
-  if (s.first_step) buf = empty(p.shape(), p.options());  // written, not read, by the kernel
-  kernels::cpu::sgd_step(p.dtype(), p.numel(), p.raw_data(), g.raw_data(),
-                         buf.defined() ? buf.raw_data() : nullptr, s);
-  p.bump_version();
 }
 
 // The same update as the kernel, as PyTorch's _single_tensor_sgd writes it; d is a fresh

@@ -16,7 +16,6 @@
 
 #include <vector>
 
-#include "kernels/cpu/optim.h"
 #include "optim/optimizer.h"
 
 namespace ember::optim {
@@ -28,8 +27,8 @@ struct SGDOptions {
   double weight_decay = 0.0;
   bool nesterov = false;  // needs momentum > 0 and dampening == 0
   // Update contiguous parameters with the one-pass kernels (same numbers, fewer passes over
-  // memory): kernels/cpu/optim.h on the CPU, one multi-tensor launch for all parameters on a
-  // GPU (kernels/cuda/optim.h). false: always tensor ops.
+  // memory): kernels/cpu/optim.cpp on the CPU, one multi-tensor launch for all parameters on a
+  // GPU (kernels/cuda/optim.cu). false: always tensor ops.
   bool fused = true;
 };
 
@@ -47,8 +46,6 @@ class SGD final : public Optimizer {
   const Tensor& momentum_buffer(size_t i) const { return momentum_buffers_.at(i); }
 
  private:
-  void update_fused(Tensor& p, const Tensor& g, Tensor& buf);
-  kernels::cpu::SGDStep kernel_step(bool first_step) const;
   void update_with_tensor_ops(Tensor& p, const Tensor& g, Tensor& buf);
 
   SGDOptions options_;

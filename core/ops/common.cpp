@@ -1,9 +1,7 @@
 #include "core/ops/common.h"
 
-#include "core/cuda.h"
-#include "kernels/cpu/index.h"
-#include "kernels/cuda/elementwise.h"
-#include "kernels/cuda/index.h"
+#include "core/backend.h"
+#include "kernels/index.h"
 
 namespace ember::ops {
 
@@ -18,12 +16,7 @@ Tensor unary_forward(kernels::UnaryOp op, const Tensor& a, const char* name, dou
   const Tensor x = cast_for_compute(a, dtype);
   Tensor out = new_output(x.shape(), x);
   const auto L = make_loop<2>(x.shape(), {&out, &x}, name);
-  if (x.is_cuda()) {
-    cuda::DeviceGuard guard(x.device());
-    kernels::cuda::unary(op, dtype, L, out.raw_data(), x.raw_data(), param);
-  } else {
-    kernels::cpu::unary(op, dtype, L, out.raw_data(), x.raw_data(), param);
-  }
+  KernelsOn(x)->elementwise.unary(op, dtype, L, out.raw_data(), x.raw_data(), param);
   return out;
 }
 
@@ -43,12 +36,7 @@ Tensor binary_forward(kernels::BinaryOp op, const Tensor& a, const Tensor& b, co
   const Tensor x = cast_for_compute(a, dtype), y = cast_for_compute(b, dtype);
   Tensor out = new_output(shape, x, dtype);
   const auto L = make_loop<3>(shape, {&out, &x, &y}, name);
-  if (x.is_cuda()) {
-    cuda::DeviceGuard guard(x.device());
-    kernels::cuda::binary(op, dtype, L, out.raw_data(), x.raw_data(), y.raw_data(), alpha);
-  } else {
-    kernels::cpu::binary(op, dtype, L, out.raw_data(), x.raw_data(), y.raw_data(), alpha);
-  }
+  KernelsOn(x)->elementwise.binary(op, dtype, L, out.raw_data(), x.raw_data(), y.raw_data(), alpha);
   return out;
 }
 
@@ -67,20 +55,12 @@ void check_no_zero_divisor(const char* op, const Tensor& divisor) {
 
 void copy_values(const Tensor& dst, const Tensor& src, const char* op) {
   const auto L = make_loop<2>(dst.shape(), {&dst, &src}, op);
-  if (dst.is_cuda()) {
-    cuda::DeviceGuard guard(dst.device());
-    kernels::cuda::copy(dst.dtype(), src.dtype(), L, dst.raw_data(), src.raw_data());
-  } else {
-    kernels::cpu::copy(dst.dtype(), src.dtype(), L, dst.raw_data(), src.raw_data());
-  }
+  KernelsOn(dst)->elementwise.copy(dst.dtype(), src.dtype(), L, dst.raw_data(), src.raw_data());
 }
 
 int64_t first_out_of_range(const Tensor& index, int64_t size) {
-  if (index.is_cuda()) {
-    cuda::DeviceGuard guard(index.device());
-    return kernels::cuda::first_out_of_range(index.data_ptr<int64_t>(), index.numel(), size);
-  }
-  return kernels::cpu::first_out_of_range(index.data_ptr<int64_t>(), index.numel(), size);
+  return KernelsOn(index)->index.first_out_of_range(index.data_ptr<int64_t>(), index.numel(), size,
+                                                    false, 0);
 }
 
 }  // namespace ember::ops

@@ -6,10 +6,11 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/backend.h"
 #include "core/iter.h"
 #include "core/ops.h"
 #include "core/promotion.h"
-#include "kernels/cpu/elementwise.h"
+#include "kernels/elementwise.h"
 
 namespace ember::ops {
 

@@ -14,7 +14,7 @@
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/cuda.h"
 #include "core/ops/common.h"
-#include "kernels/cuda/elementwise.h"
+#include "kernels/elementwise.h"
 
 namespace ember {
 
@@ -29,12 +29,7 @@ Tensor compare_forward(kernels::CompareOp op, const Tensor& a, const Tensor& b,
   const Tensor x = cast_for_compute(a, dt), y = cast_for_compute(b, dt);
   Tensor out = ops::new_output(shape, a, kBool);
   const auto L = make_loop<3>(shape, {&out, &x, &y}, name);
-  if (a.is_cuda()) {
-    cuda::DeviceGuard guard(a.device());
-    kernels::cuda::compare(op, dt, L, out.data_ptr<bool>(), x.raw_data(), y.raw_data());
-  } else {
-    kernels::cpu::compare(op, dt, L, out.data_ptr<bool>(), x.raw_data(), y.raw_data());
-  }
+  KernelsOn(a)->elementwise.compare(op, dt, L, out.data_ptr<bool>(), x.raw_data(), y.raw_data());
   return out;
 }
 

@@ -10,8 +10,8 @@
 //             dL/dw[k, c, r, s] = sum_{n, p, q} g[n, k, p, q] * x[n, c, ih, iw]
 //             dL/dx[n, c, i, j] = sum of g[n, k, p, q] * w[k, c, r, s] over every (k, p, q, r, s)
 //                                 whose tap lands on (i, j), i.e. ih == i and iw == j
-//           In im2col form (kernels/cpu/conv.cpp: col_n [CRS, PQ] holds x[n, c, ih, iw] in row
-//           (c, r, s), column (p, q), so y_n = W [K, CRS] @ col_n):
+//           In im2col form (kernels/cpu/conv_im2col.cpp: col_n [CRS, PQ] holds x[n, c, ih, iw] in
+//           row (c, r, s), column (p, q), so y_n = W [K, CRS] @ col_n):
 //             dW = sum_n g_n [K, PQ] @ col_n^T      (the gradient of a matrix product)
 //             dcol_n = W^T @ g_n, and since each entry of col_n is a copy of one input pixel (or
 //             of the zero padding), dx_n = col2im(dcol_n) adds every entry back onto its pixel.
@@ -26,19 +26,18 @@
 //           refused: docs/from_pytorch.md, integer-matmul-conv).
 // Saved     the input (when the weight needs a gradient) and the weight (when the input does),
 //           both contiguous.
-// Kernels   CPU: kernels/cpu/conv.cpp conv2d_forward, conv2d_backward_input,
-//           conv2d_backward_weight, conv2d_backward (both gradients at once): an implicit GEMM
-//           on the batch-innermost layout for float32 stride-1 filters of 64 taps or more on
-//           AVX-512, else im2col + GEMM with images spread over threads.
-//           CUDA: kernels/cuda/conv.cu, the same functions (im2col + cuBLAS or an implicit-GEMM
-//           kernel), or cuDNN (kernels/cuda/conv_cudnn.cu) after set_conv_backend(Cudnn).
+// Kernels   the conv family (kernels/conv.h) forward, backward (both gradients at once).
+//           CPU: kernels/cpu/conv.cpp: an implicit GEMM on the batch-innermost layout for
+//           float32 stride-1 filters of 64 taps or more on AVX-512 (conv_implicit.cpp), else
+//           im2col + GEMM with images spread over threads (conv_im2col.cpp).
+//           CUDA: kernels/cuda/conv.cu: im2col + cuBLAS (conv_im2col.cu) or an implicit-GEMM
+//           kernel (conv_implicit.cu), or cuDNN (conv_cudnn.cu) after set_conv_backend(Cudnn).
 #include <atomic>
 
 #include "core/cuda.h"
 #include "core/ops/common.h"
+#include "kernels/conv.h"
 #include "kernels/conv_geometry.h"
-#include "kernels/cpu/conv.h"
-#include "kernels/cuda/conv.h"
 
 namespace ember {
 
@@ -46,9 +45,10 @@ namespace {
 
 std::atomic<ConvBackend> g_conv_backend{ConvBackend::Native};
 
-kernels::cuda::ConvAlgo cuda_algo() {
-  return conv_backend() == ConvBackend::Cudnn ? kernels::cuda::ConvAlgo::Cudnn
-                                              : kernels::cuda::ConvAlgo::Auto;
+// The algorithm set_conv_backend asks for: the CPU always gets Auto (it has no cuDNN path).
+kernels::ConvAlgo conv_algo(Device device) {
+  return device.is_cuda() && conv_backend() == ConvBackend::Cudnn ? kernels::ConvAlgo::Cudnn
+                                                                  : kernels::ConvAlgo::Auto;
 }
 
 std::string pair_str(const std::array<int64_t, 2>& v) {
@@ -123,7 +123,6 @@ struct Conv2dBackward final : ops::Node {
   std::vector<Tensor> backward(const Tensor& grad) override {
     const kernels::ConvGeometry& g = geometry;
     const Tensor dy = grad.contiguous();
-    cuda::DeviceGuard guard(dy.device());  // a no-op on the CPU
     Tensor dx, dw, db, w, x;
     const bool want_db = has_bias && needs_input_grad(2);
     if (needs_input_grad(0)) {
@@ -138,20 +137,10 @@ struct Conv2dBackward final : ops::Node {
     void* dx_ptr = dx.defined() ? dx.raw_data() : nullptr;
     void* dw_ptr = dw.defined() ? dw.raw_data() : nullptr;
     void* db_ptr = db.defined() ? db.raw_data() : nullptr;
-    if (dy.is_cuda()) {
-      if (dx_ptr) {
-        kernels::cuda::conv2d_backward_input(dy.dtype(), g, dy.raw_data(), w.raw_data(), dx_ptr,
-                                             cuda_algo());
-      }
-      if (dw_ptr) {
-        kernels::cuda::conv2d_backward_weight(dy.dtype(), g, x.raw_data(), dy.raw_data(), dw_ptr,
-                                              db_ptr, cuda_algo());
-      }
-    } else if (dx_ptr || dw_ptr) {
-      // One call for both gradients: its implicit GEMM path lays dy out once for the two.
-      kernels::cpu::conv2d_backward(dy.dtype(), g, x.defined() ? x.raw_data() : nullptr,
-                                    dy.raw_data(), w.defined() ? w.raw_data() : nullptr, dx_ptr,
-                                    dw_ptr, db_ptr);
+    if (dx_ptr || dw_ptr) {
+      KernelsOn(dy)->conv.backward(dy.dtype(), g, x.defined() ? x.raw_data() : nullptr,
+                                   dy.raw_data(), w.defined() ? w.raw_data() : nullptr, dx_ptr,
+                                   dw_ptr, db_ptr, conv_algo(dy.device()));
     }
     if (want_db && !dw_ptr) {
       // Only the bias learns (a frozen weight): its gradient is a plain sum, no input needed.
@@ -177,14 +166,8 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
       input.dim() == 4 ? Shape{g.N, g.K, g.P, g.Q} : Shape{g.K, g.P, g.Q};
   Tensor out = ops::new_output(out_shape, input);
   const void* b_ptr = b.defined() ? b.raw_data() : nullptr;
-  if (input.is_cuda()) {
-    cuda::DeviceGuard guard(input.device());
-    kernels::cuda::conv2d_forward(input.dtype(), g, x.raw_data(), w.raw_data(), b_ptr,
-                                  out.raw_data(), cuda_algo());
-  } else {
-    kernels::cpu::conv2d_forward(input.dtype(), g, x.raw_data(), w.raw_data(), b_ptr,
-                                 out.raw_data());
-  }
+  KernelsOn(input)->conv.forward(input.dtype(), g, x.raw_data(), w.raw_data(), b_ptr,
+                                 out.raw_data(), conv_algo(input.device()));
 
   if (autograd::grad_needed({&input, &weight, &bias})) {
     auto node = std::make_shared<Conv2dBackward>();
@@ -210,6 +193,9 @@ void set_conv_backend(ConvBackend backend) {
 
 ConvBackend conv_backend() { return g_conv_backend.load(); }
 
-bool cudnn_available() { return kernels::cuda::cudnn_built(); }
+bool cudnn_available() {
+  const kernels::Backend* cuda = kernels::cuda_backend();
+  return cuda && cuda->conv.has_cudnn();
+}
 
 }  // namespace ember

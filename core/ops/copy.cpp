@@ -15,7 +15,7 @@
 //           cuda::copy_bytes (kernels/cuda/runtime.cu, cudaMemcpyAsync).
 #include "core/cuda.h"
 #include "core/ops/common.h"
-#include "kernels/cuda/elementwise.h"
+#include "kernels/elementwise.h"
 
 namespace ember {
 
@@ -36,12 +36,7 @@ Tensor copy_as(const Tensor& a, DType dtype, const char* label, const char* op) 
   ops::check_defined(op, a);
   Tensor out = ops::new_output(a.shape(), a, dtype);
   const auto L = make_loop<2>(a.shape(), {&out, &a}, op);
-  if (a.is_cuda()) {
-    cuda::DeviceGuard guard(a.device());
-    kernels::cuda::copy(dtype, a.dtype(), L, out.raw_data(), a.raw_data());
-  } else {
-    kernels::cpu::copy(dtype, a.dtype(), L, out.raw_data(), a.raw_data());
-  }
+  KernelsOn(a)->elementwise.copy(dtype, a.dtype(), L, out.raw_data(), a.raw_data());
   // Converting to an integer or bool dtype ends the graph there (no gradient flows through
   // rounding), as in PyTorch.
   if (is_floating(dtype) && autograd::grad_needed({&a})) {

@@ -14,7 +14,7 @@
 //           where g_r = dL/dloss_r (None), dL/dout (Sum) or dL/dout / sum w (Mean); 0 for ignored
 //           rows. softmax[r, c] = exp((logits[r, c] - max_r) - logsum_r) from the two saved row
 //           statistics (not from a rounded lse_r, which would cost float32 logits of 1e4 four
-//           digits of their gradient: kernels/cpu/cross_entropy.h). One fused kernel.
+//           digits of their gradient: kernels/cross_entropy.h). One fused kernel.
 //           No gradient for target (integers) or weight (PyTorch has none either).
 // Shapes    logits [N, C] float with target int64 [N]; logits [N, C, d1, ..., dk] with target
 //           [N, d1, ..., dk]; logits [C] with a 0-d target (one sample). Target values in
@@ -24,14 +24,14 @@
 // Saved     logits, target, weight (contiguous), the row stats [2, R] (max, log of the shifted
 //           sum; R = N * d1 * ... * dk), and the divisor of the mean.
 // Kernels   CPU: kernels/cpu/cross_entropy.cpp cross_entropy_forward, cross_entropy_backward.
-//           CUDA: kernels/cuda/cross_entropy.cu (the mean's divisor stays on the device).
+//           CUDA: kernels/cuda/cross_entropy.cu. On both, the reduced loss and the mean's
+//           divisor stay in the device's memory (kernels/cross_entropy.h).
 #include <algorithm>
 
 #include "core/cuda.h"
 #include "core/ops/common.h"
-#include "kernels/cpu/cross_entropy.h"
-#include "kernels/cuda/cross_entropy.h"
-#include "kernels/cuda/index.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/index.h"
 
 namespace ember {
 
@@ -40,8 +40,7 @@ struct CrossEntropyBackward final : ops::Node {
   ops::SavedTensor logits, target, weight, stats;
   Reduction reduction = Reduction::Mean;
   int64_t ignore_index = -100;
-  double scale = 1.0;  // 1 / sum of weights for Mean, else 1 (CPU)
-  Tensor divisor;      // CUDA, Mean: the 0-d sum of weights, left on the device
+  Tensor divisor;  // Mean: the 0-d sum of weights, left where the kernels wrote it
   std::string name() const override { return "CrossEntropyBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
     const Tensor x = logits.unpack(*this, "logits");
@@ -54,18 +53,11 @@ struct CrossEntropyBackward final : ops::Node {
     const int64_t grad_stride = reduction == Reduction::None ? 1 : 0;
     const void* wp = w.defined() ? w.raw_data() : nullptr;
     const int64_t N = x.size(0), C = x.size(1), S = x.numel() / std::max<int64_t>(N * C, 1);
-    if (x.is_cuda()) {
-      cuda::DeviceGuard guard(x.device());
-      kernels::cuda::cross_entropy_backward(x.dtype(), N, C, S, x.raw_data(),
-                                            t.data_ptr<int64_t>(), wp, ignore_index, st.raw_data(),
-                                            gc.raw_data(), grad_stride,
-                                            divisor.defined() ? divisor.raw_data() : nullptr,
-                                            gx.raw_data());
-    } else {
-      kernels::cpu::cross_entropy_backward(x.dtype(), N, C, S, x.raw_data(),
-                                           t.data_ptr<int64_t>(), wp, ignore_index, st.raw_data(),
-                                           gc.raw_data(), grad_stride, scale, gx.raw_data());
-    }
+    KernelsOn(x)->cross_entropy.backward(x.dtype(), N, C, S, x.raw_data(), t.data_ptr<int64_t>(),
+                                         wp, ignore_index, st.raw_data(), gc.raw_data(),
+                                         grad_stride,
+                                         divisor.defined() ? divisor.raw_data() : nullptr,
+                                         gx.raw_data());
     return {gx};
   }
   void release_saved() override {
@@ -121,15 +113,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
   const Tensor t = target.detach().contiguous();
   // Checked here, before the multi-threaded kernel, so the message can name the bad entry.
   // (On a GPU this waits for the device; a kernel must not read out of bounds.)
-  int64_t bad = -1;
-  if (t.is_cuda()) {
-    cuda::DeviceGuard guard(t.device());
-    bad = kernels::cuda::first_out_of_range(t.data_ptr<int64_t>(), R, C, true, ignore_index);
-  } else {
-    const int64_t* tv = t.data_ptr<int64_t>();
-    for (int64_t i = 0; i < R && bad < 0; ++i)
-      if (tv[i] != ignore_index && (tv[i] < 0 || tv[i] >= C)) bad = i;
-  }
+  const int64_t bad =
+      KernelsOn(t)->index.first_out_of_range(t.data_ptr<int64_t>(), R, C, true, ignore_index);
   if (bad >= 0) {
     // The position as coordinates of target: [n, d1, ..., dk].
     Shape at(target_shape.size());
@@ -148,38 +133,21 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
   Tensor loss = ops::new_output(target_shape, logits);
   Tensor stats = ops::new_output({2, R}, logits);
 
-  Tensor out;
-  double scale = 1.0;
-  Tensor divisor;
-  if (x.is_cuda()) {
-    // The reduction stays on the GPU: the host never waits for the loss value.
-    cuda::DeviceGuard guard(x.device());
-    // kernels/cuda/cross_entropy.h numbers the reductions 0 none, 1 sum, 2 mean.
-    const int red = reduction == Reduction::None ? 0 : reduction == Reduction::Sum ? 1 : 2;
-    Tensor weight_sum;
-    if (reduction != Reduction::None) {
-      out = ops::new_output({}, logits);
-      weight_sum = ops::new_output({}, logits);
-    }
-    kernels::cuda::cross_entropy_forward(
-        x.dtype(), N, C, S, x.raw_data(), t.data_ptr<int64_t>(), wp, ignore_index, loss.raw_data(),
-        stats.raw_data(), red, out.defined() ? out.raw_data() : nullptr,
-        weight_sum.defined() ? weight_sum.raw_data() : nullptr);
-    if (reduction == Reduction::None) out = loss;
-    if (reduction == Reduction::Mean) divisor = weight_sum;
-  } else {
-    const kernels::cpu::CrossEntropySums sums = kernels::cpu::cross_entropy_forward(
-        x.dtype(), N, C, S, x.raw_data(), t.data_ptr<int64_t>(), wp, ignore_index, loss.raw_data(),
-        stats.raw_data());
-    switch (reduction) {
-      case Reduction::None: out = loss; break;
-      case Reduction::Sum: out = ops::scalar_like(sums.loss, logits); break;
-      case Reduction::Mean:
-        scale = 1.0 / sums.weight;
-        out = ops::scalar_like(sums.loss / sums.weight, logits);
-        break;
-    }
+  // The reduction stays with the kernels: on a GPU the host never waits for the loss value.
+  Tensor out, weight_sum;
+  if (reduction != Reduction::None) {
+    out = ops::new_output({}, logits);
+    weight_sum = ops::new_output({}, logits);
   }
+  const auto red = reduction == Reduction::None  ? kernels::CrossEntropyReduction::None
+                   : reduction == Reduction::Sum ? kernels::CrossEntropyReduction::Sum
+                                                 : kernels::CrossEntropyReduction::Mean;
+  KernelsOn(x)->cross_entropy.forward(x.dtype(), N, C, S, x.raw_data(), t.data_ptr<int64_t>(), wp,
+                                      ignore_index, loss.raw_data(), stats.raw_data(), red,
+                                      out.defined() ? out.raw_data() : nullptr,
+                                      weight_sum.defined() ? weight_sum.raw_data() : nullptr);
+  if (reduction == Reduction::None) out = loss;
+  const Tensor divisor = reduction == Reduction::Mean ? weight_sum : Tensor();
   if (autograd::grad_needed({&logits})) {
     auto node = std::make_shared<CrossEntropyBackward>();
     node->logits = ops::SavedTensor(x);
@@ -188,7 +156,6 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
     node->stats = ops::SavedTensor(stats);
     node->reduction = reduction;
     node->ignore_index = ignore_index;
-    node->scale = scale;
     node->divisor = divisor;
     autograd::connect(node, out, {&logits});
   }

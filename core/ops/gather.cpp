@@ -22,8 +22,7 @@
 //           CUDA: kernels/cuda/index.cu, the same functions; index checks wait for the GPU.
 #include "core/cuda.h"
 #include "core/ops/common.h"
-#include "kernels/cuda/index.h"
-#include "kernels/cpu/index.h"
+#include "kernels/index.h"
 
 namespace ember {
 
@@ -136,14 +135,8 @@ Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
   check_index_values("gather", ix, d, a.shape()[d]);
   Tensor out = ops::new_output(ix.shape(), a);
   const Lines l = make_lines(out, ix, a, d, "gather");
-  if (a.is_cuda()) {
-    cuda::DeviceGuard guard(a.device());
-    kernels::cuda::gather(a.dtype(), l.loop, l.len, l.dim_stride, out.raw_data(),
-                          ix.data_ptr<int64_t>(), a.raw_data());
-  } else {
-    kernels::cpu::gather(a.dtype(), l.loop, l.len, l.dim_stride, out.raw_data(),
-                         ix.data_ptr<int64_t>(), a.raw_data());
-  }
+  KernelsOn(a)->index.gather(a.dtype(), l.loop, l.len, l.dim_stride, out.raw_data(),
+                             ix.data_ptr<int64_t>(), a.raw_data());
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<GatherBackward>();
     node->dim = d;
@@ -180,14 +173,8 @@ Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tens
   Tensor out = ops::new_output(a.shape(), a);
   ops::copy_values(out, a, "scatter_add");
   const Lines l = make_lines(out, ix, src, d, "scatter_add");
-  if (a.is_cuda()) {
-    cuda::DeviceGuard guard(a.device());
-    kernels::cuda::scatter_add(a.dtype(), l.loop, l.len, l.dim_stride, out.raw_data(),
-                               ix.data_ptr<int64_t>(), src.raw_data());
-  } else {
-    kernels::cpu::scatter_add(a.dtype(), l.loop, l.len, l.dim_stride, out.raw_data(),
-                              ix.data_ptr<int64_t>(), src.raw_data());
-  }
+  KernelsOn(a)->index.scatter_add(a.dtype(), l.loop, l.len, l.dim_stride, out.raw_data(),
+                                  ix.data_ptr<int64_t>(), src.raw_data());
   if (autograd::grad_needed({&a, &src})) {
     auto node = std::make_shared<ScatterAddBackward>();
     node->dim = d;

@@ -23,8 +23,7 @@
 //           CUDA: kernels/cuda/index.cu, the same functions; index checks wait for the GPU.
 #include "core/cuda.h"
 #include "core/ops/common.h"
-#include "kernels/cuda/index.h"
-#include "kernels/cpu/index.h"
+#include "kernels/index.h"
 
 namespace ember {
 
@@ -101,14 +100,8 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
   Shape out_shape = a.shape();
   out_shape[d] = ix.numel();
   Tensor out = ops::new_output(out_shape, a);
-  if (a.is_cuda()) {
-    cuda::DeviceGuard guard(a.device());
-    kernels::cuda::index_select(a.dtype(), b.outer, b.size, b.inner, x.raw_data(),
-                                ix.data_ptr<int64_t>(), ix.numel(), out.raw_data());
-  } else {
-    kernels::cpu::index_select(a.dtype(), b.outer, b.size, b.inner, x.raw_data(),
-                               ix.data_ptr<int64_t>(), ix.numel(), out.raw_data());
-  }
+  KernelsOn(a)->index.index_select(a.dtype(), b.outer, b.size, b.inner, x.raw_data(),
+                                   ix.data_ptr<int64_t>(), ix.numel(), out.raw_data());
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<IndexSelectBackward>();
     node->dim = d;
@@ -141,14 +134,8 @@ Tensor index_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor
   ops::copy_values(out, a, "index_add");
   const Tensor s = src.contiguous();
   const Block b = block_of(a.shape(), d);
-  if (a.is_cuda()) {
-    cuda::DeviceGuard guard(a.device());
-    kernels::cuda::index_add(a.dtype(), b.outer, b.size, b.inner, out.raw_data(),
-                             ix.data_ptr<int64_t>(), ix.numel(), s.raw_data());
-  } else {
-    kernels::cpu::index_add(a.dtype(), b.outer, b.size, b.inner, out.raw_data(),
-                            ix.data_ptr<int64_t>(), ix.numel(), s.raw_data());
-  }
+  KernelsOn(a)->index.index_add(a.dtype(), b.outer, b.size, b.inner, out.raw_data(),
+                                ix.data_ptr<int64_t>(), ix.numel(), s.raw_data());
   if (autograd::grad_needed({&a, &src})) {
     auto node = std::make_shared<IndexAddBackward>();
     node->dim = d;

@@ -26,7 +26,7 @@
 #include "core/cuda.h"
 #include "core/ops/common.h"
 #include "core/overlap.h"
-#include "kernels/cuda/elementwise.h"
+#include "kernels/elementwise.h"
 
 namespace ember {
 
@@ -93,12 +93,8 @@ void inplace_binary(Tensor& self, const Tensor& other, kernels::BinaryOp op, dou
     }
     const Tensor o = cast_for_compute(y, dt);
     const auto L = make_loop<3>(self.shape(), {&self, &self, &o}, name);
-    if (self.is_cuda()) {
-      cuda::DeviceGuard guard(self.device());
-      kernels::cuda::binary(kop, dt, L, self.raw_data(), self.raw_data(), o.raw_data(), alpha);
-    } else {
-      kernels::cpu::binary(kop, dt, L, self.raw_data(), self.raw_data(), o.raw_data(), alpha);
-    }
+    KernelsOn(self)->elementwise.binary(kop, dt, L, self.raw_data(), self.raw_data(), o.raw_data(),
+                                        alpha);
   } else {
     // Another dtype (float32 x, float64 y) or bool: the out-of-place op, stored converted.
     ops::copy_values(self, out_of_place(op, self.detach(), y.detach(), alpha, mode), name);
@@ -137,11 +133,8 @@ Tensor& Tensor::fill_(const Scalar& value) {
   if (value.is_integral() && dtype() == kInt64) {
     // Copied from an int64 0-d tensor: through a double, values above 2^53 would be rounded.
     ops::copy_values(*this, wrapped_scalar(value, kInt64, device()), "fill_");
-  } else if (is_cuda()) {
-    cuda::DeviceGuard guard(device());
-    kernels::cuda::fill(dtype(), L, raw_data(), value.to_double());
   } else {
-    kernels::cpu::fill(dtype(), L, raw_data(), value.to_double());
+    KernelsOn(*this)->elementwise.fill(dtype(), L, raw_data(), value.to_double());
   }
   bump_version();
   return *this;
@@ -163,12 +156,7 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
     check_no_internal_overlap("copy_", *this);
     const Tensor from = input_safe_to_read("copy_", *this, src);
     const auto L = make_loop<2>(shape(), {this, &from}, "copy_");
-    if (is_cuda()) {
-      cuda::DeviceGuard guard(device());
-      kernels::cuda::copy(dtype(), from.dtype(), L, raw_data(), from.raw_data());
-    } else {
-      kernels::cpu::copy(dtype(), from.dtype(), L, raw_data(), from.raw_data());
-    }
+    KernelsOn(*this)->elementwise.copy(dtype(), from.dtype(), L, raw_data(), from.raw_data());
   }
   bump_version();
   return *this;

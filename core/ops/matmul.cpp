@@ -15,8 +15,10 @@
 // Dtypes    float32 or float64, a and b of one dtype, kept (as in PyTorch; integer matrices are
 //           refused: docs/from_pytorch.md, integer-matmul-conv).
 // Saved     a (only if b needs a gradient) and b (only if a needs one).
-// Kernels   CPU: kernels/cpu/gemm.cpp gemm (Eigen's GEMM), called once per batch matrix.
-//           CUDA: kernels/cuda/gemm.cu gemm / gemm_batched: cuBLAS, or ember's own kernel
+// Kernels   the gemm family (kernels/gemm.h) gemm / gemm_batched.
+//           CPU: kernels/cpu/gemm.cpp: ember's AVX-512 kernel (kernels/cpu/gemm_avx512.cpp)
+//           for float32 where it is faster, Eigen's GEMM otherwise; one matrix after the other.
+//           CUDA: kernels/cuda/gemm.cu: cuBLAS, or ember's own kernel
 //           (kernels/cuda/gemm_tiled.cu) after cuda::set_gemm_backend(GemmBackend::Ember) and
 //           always in the emulation build.
 //
@@ -28,8 +30,7 @@
 
 #include "core/cuda.h"
 #include "core/ops/common.h"
-#include "kernels/cpu/gemm.h"
-#include "kernels/cuda/gemm.h"
+#include "kernels/gemm.h"
 
 namespace ember {
 
@@ -76,11 +77,7 @@ int64_t merged_row_stride(const Tensor& t) {
 // C = A @ B for one matrix, with the GEMM of the device the tensors live on.
 void gemm_on(Device device, DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
              const void* a, int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc) {
-  if (device.is_cuda()) {
-    kernels::cuda::gemm(dt, ta, tb, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-  } else {
-    kernels::cpu::gemm(dt, ta, tb, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-  }
+  KernelsOn(device)->gemm.gemm(dt, ta, tb, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 // If batch matrix i of an operand starts at i * s elements for one s (s = 0: the same matrix
@@ -133,15 +130,13 @@ void matmul_forward(const Tensor& a2, const Tensor& b2, const Shape& batch, cons
   const char* a = static_cast<const char*>(A.data.raw_data());
   const char* b = static_cast<const char*>(B.data.raw_data());
   const int64_t batches = shape_numel(batch);
-  if (out.is_cuda()) {
-    // One launch for the whole stack when each operand's matrices are evenly spaced (always
-    // true for contiguous or broadcast operands); one launch per matrix otherwise.
-    const int64_t sa = uniform_batch_stride(a_bst, batch), sb = uniform_batch_stride(b_bst, batch);
-    if (sa >= 0 && sb >= 0) {
-      kernels::cuda::gemm_batched(dt, A.trans, B.trans, M, N, K, 1.0, a, A.ld, sa, b, B.ld, sb,
-                                  0.0, c, N, M * N, batches);
-      return;
-    }
+  // One call for the whole stack when each operand's matrices are evenly spaced (always true
+  // for contiguous or broadcast operands): one launch on a GPU. One call per matrix otherwise.
+  const int64_t sa = uniform_batch_stride(a_bst, batch), sb = uniform_batch_stride(b_bst, batch);
+  if (sa >= 0 && sb >= 0) {
+    KernelsOn(out)->gemm.gemm_batched(dt, A.trans, B.trans, M, N, K, 1.0, a, A.ld, sa, b, B.ld, sb,
+                                      0.0, c, N, M * N, batches);
+    return;
   }
   for (int64_t i = 0; i < batches; ++i) {
     int64_t a_off = 0, b_off = 0, rem = i;

@@ -18,14 +18,13 @@
 // Kernels   CPU: kernels/cpu/reduce.cpp reduce_max_min (forward), reduce_max_min_backward.
 //           CUDA: kernels/cuda/reduce.cu, the same functions (warp-shuffle reductions).
 //
-// Reducing one dim of a contiguous tensor is the [outer, r, inner] form of kernels/cpu/reduce.h
+// Reducing one dim of a contiguous tensor is the [outer, r, inner] form of kernels/reduce.h
 // with r = a.size(d); reducing all of them is [1, numel, 1]. Either way the input gradient, laid
 // out as [outer, r, inner], is a's own contiguous layout, so the backward kernel writes it as is.
 #include "core/cuda.h"
 #include "core/ops/common.h"
-#include "kernels/cuda/reduce.h"
 #include "core/ops/reduce_util.h"
-#include "kernels/cpu/reduce.h"
+#include "kernels/reduce.h"
 
 namespace ember {
 
@@ -41,14 +40,8 @@ struct MaxMinBackward final : ops::Node {
     const Tensor idx = indices.unpack(*this, "indices");
     const Tensor gc = g.contiguous();
     Tensor ga = empty(input_shapes[0], g.options());
-    if (g.is_cuda()) {
-      cuda::DeviceGuard guard(g.device());
-      kernels::cuda::reduce_max_min_backward(g.dtype(), outer, r, inner, gc.raw_data(),
-                                             idx.data_ptr<int64_t>(), ga.raw_data());
-    } else {
-      kernels::cpu::reduce_max_min_backward(g.dtype(), outer, r, inner, gc.raw_data(),
-                                            idx.data_ptr<int64_t>(), ga.raw_data());
-    }
+    KernelsOn(g)->reduce.max_min_backward(g.dtype(), outer, r, inner, gc.raw_data(),
+                                          idx.data_ptr<int64_t>(), ga.raw_data());
     return {ga};
   }
   void release_saved() override { indices.reset(); }
@@ -76,14 +69,8 @@ ValuesIndices max_min_impl(const Tensor& a, const Shape& dims, bool keepdim, Max
   }
   Tensor values = ops::new_output(p.out_shape, a);
   Tensor indices = ops::new_output(p.out_shape, a, kInt64);
-  if (a.is_cuda()) {
-    cuda::DeviceGuard guard(a.device());
-    kernels::cuda::reduce_max_min(which, a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(),
-                                  values.raw_data(), indices.data_ptr<int64_t>());
-  } else {
-    kernels::cpu::reduce_max_min(which, a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(),
-                                 values.raw_data(), indices.data_ptr<int64_t>());
-  }
+  KernelsOn(a)->reduce.max_min(which, a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(),
+                               values.raw_data(), indices.data_ptr<int64_t>());
   if (record_grad && autograd::grad_needed({&a})) {
     auto node = std::make_shared<MaxMinBackward>();
     node->indices = ops::SavedTensor(indices);

@@ -37,8 +37,7 @@
 #include "core/cuda.h"
 #include "core/ops/common.h"
 #include "kernels/conv_geometry.h"
-#include "kernels/cpu/pool.h"
-#include "kernels/cuda/pool.h"
+#include "kernels/pool.h"
 
 namespace ember {
 
@@ -107,14 +106,8 @@ struct MaxPool2dBackward final : ops::Node {
     const Tensor idx = indices.unpack(*this, "indices");
     const Tensor gc = g.contiguous();
     Tensor ga = empty(input_shapes[0], g.options());
-    if (g.is_cuda()) {
-      cuda::DeviceGuard guard(g.device());
-      kernels::cuda::max_pool2d_backward(g.dtype(), geom, gc.raw_data(), idx.data_ptr<int64_t>(),
-                                         ga.raw_data());
-    } else {
-      kernels::cpu::max_pool2d_backward(g.dtype(), geom, gc.raw_data(), idx.data_ptr<int64_t>(),
-                                        ga.raw_data());
-    }
+    KernelsOn(g)->pool.max_backward(g.dtype(), geom, gc.raw_data(), idx.data_ptr<int64_t>(),
+                                    ga.raw_data());
     return {ga};
   }
   void release_saved() override { indices.reset(); }
@@ -126,12 +119,7 @@ struct AvgPool2dBackward final : ops::Node {
   std::vector<Tensor> backward(const Tensor& g) override {
     const Tensor gc = g.contiguous();
     Tensor ga = empty(input_shapes[0], g.options());
-    if (g.is_cuda()) {
-      cuda::DeviceGuard guard(g.device());
-      kernels::cuda::avg_pool2d_backward(g.dtype(), geom, gc.raw_data(), ga.raw_data());
-    } else {
-      kernels::cpu::avg_pool2d_backward(g.dtype(), geom, gc.raw_data(), ga.raw_data());
-    }
+    KernelsOn(g)->pool.avg_backward(g.dtype(), geom, gc.raw_data(), ga.raw_data());
     return {ga};
   }
 };
@@ -144,14 +132,8 @@ Tensor max_pool2d(const Tensor& input, const Pool2dOptions& options) {
   const Shape shape = out_shape(input, g);
   Tensor out = ops::new_output(shape, input);
   Tensor idx = ops::new_output(shape, input, kInt64);
-  if (input.is_cuda()) {
-    cuda::DeviceGuard guard(input.device());
-    kernels::cuda::max_pool2d_forward(input.dtype(), g, x.raw_data(), out.raw_data(),
-                                      idx.data_ptr<int64_t>());
-  } else {
-    kernels::cpu::max_pool2d_forward(input.dtype(), g, x.raw_data(), out.raw_data(),
+  KernelsOn(input)->pool.max_forward(input.dtype(), g, x.raw_data(), out.raw_data(),
                                      idx.data_ptr<int64_t>());
-  }
   if (autograd::grad_needed({&input})) {
     auto node = std::make_shared<MaxPool2dBackward>();
     node->indices = ops::SavedTensor(idx);
@@ -165,12 +147,7 @@ Tensor avg_pool2d(const Tensor& input, const Pool2dOptions& options) {
   const PoolGeometry g = plan_pool(input, options, "avg_pool2d");
   const Tensor x = input.detach().contiguous();
   Tensor out = ops::new_output(out_shape(input, g), input);
-  if (input.is_cuda()) {
-    cuda::DeviceGuard guard(input.device());
-    kernels::cuda::avg_pool2d_forward(input.dtype(), g, x.raw_data(), out.raw_data());
-  } else {
-    kernels::cpu::avg_pool2d_forward(input.dtype(), g, x.raw_data(), out.raw_data());
-  }
+  KernelsOn(input)->pool.avg_forward(input.dtype(), g, x.raw_data(), out.raw_data());
   if (autograd::grad_needed({&input})) {
     auto node = std::make_shared<AvgPool2dBackward>();
     node->geom = g;

@@ -16,8 +16,7 @@
 #include "core/cuda.h"
 #include "core/ops/common.h"
 #include "core/ops/reduce_util.h"
-#include "kernels/cpu/reduce.h"
-#include "kernels/cuda/reduce.h"
+#include "kernels/reduce.h"
 
 namespace ember {
 
@@ -31,14 +30,8 @@ struct ProdBackward final : ops::Node {
     const Tensor x = input.unpack(*this, "self");
     const Tensor gc = reshape(g, keepdim_shape).contiguous();
     Tensor gx = ops::new_output(x.shape(), x);
-    if (x.is_cuda()) {
-      cuda::DeviceGuard guard(x.device());
-      kernels::cuda::reduce_prod_backward(x.dtype(), outer, r, inner, x.raw_data(), gc.raw_data(),
-                                          gx.raw_data());
-    } else {
-      kernels::cpu::reduce_prod_backward(x.dtype(), outer, r, inner, x.raw_data(), gc.raw_data(),
-                                         gx.raw_data());
-    }
+    KernelsOn(x)->reduce.prod_backward(x.dtype(), outer, r, inner, x.raw_data(), gc.raw_data(),
+                                       gx.raw_data());
     return {gx};
   }
   void release_saved() override { input.reset(); }
@@ -53,12 +46,7 @@ Tensor reduce_prod(const Tensor& a, const Shape& dims, bool keepdim) {
   // the kernels' [outer, r, inner] input is a itself, made contiguous.
   const ops::ReducePlan p = ops::plan_reduction(a, dims, keepdim, op);
   Tensor out = ops::new_output(p.out_shape, a);
-  if (a.is_cuda()) {
-    cuda::DeviceGuard guard(a.device());
-    kernels::cuda::reduce_prod(a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(), out.raw_data());
-  } else {
-    kernels::cpu::reduce_prod(a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(), out.raw_data());
-  }
+  KernelsOn(a)->reduce.prod(a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(), out.raw_data());
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<ProdBackward>();
     node->input = ops::SavedTensor(p.input.detach());

@@ -1,5 +1,5 @@
 // ember/core/ops/reduce_util.h — bringing "reduce over these dims" to the [outer, r, inner]
-// form the reduction kernels take (kernels/cpu/reduce.h). Shared by sum, mean, max, min, argmax.
+// form the reduction kernels take (kernels/reduce.h). Shared by sum, mean, max, min, argmax.
 #pragma once
 
 #include <vector>

@@ -19,8 +19,7 @@
 
 #include "core/cuda.h"
 #include "core/ops/common.h"
-#include "kernels/cuda/softmax.h"
-#include "kernels/cpu/softmax.h"
+#include "kernels/softmax.h"
 
 namespace ember {
 
@@ -51,14 +50,8 @@ struct SoftmaxBackward final : ops::Node {
     const Tensor out = y.unpack(*this, "result");
     const Tensor gc = g.contiguous();
     Tensor ga = ops::new_output(out.shape(), out);
-    if (out.is_cuda()) {
-      cuda::DeviceGuard guard(out.device());
-      kernels::cuda::softmax_backward(out.dtype(), log, plan.outer, plan.D, plan.inner,
-                                      gc.raw_data(), out.raw_data(), ga.raw_data());
-    } else {
-      kernels::cpu::softmax_backward(out.dtype(), log, plan.outer, plan.D, plan.inner,
+    KernelsOn(out)->softmax.backward(out.dtype(), log, plan.outer, plan.D, plan.inner,
                                      gc.raw_data(), out.raw_data(), ga.raw_data());
-    }
     return {ga};
   }
   void release_saved() override { y.reset(); }
@@ -70,14 +63,8 @@ Tensor softmax_impl(const Tensor& a, int64_t dim, bool log, const char* op) {
   const SoftmaxPlan p = plan_softmax(a.shape(), dim, op);
   const Tensor x = a.detach().contiguous();
   Tensor out = ops::new_output(a.shape(), a);
-  if (a.is_cuda()) {
-    cuda::DeviceGuard guard(a.device());
-    kernels::cuda::softmax_forward(a.dtype(), log, p.outer, p.D, p.inner, x.raw_data(),
-                                   out.raw_data());
-  } else {
-    kernels::cpu::softmax_forward(a.dtype(), log, p.outer, p.D, p.inner, x.raw_data(),
-                                  out.raw_data());
-  }
+  KernelsOn(a)->softmax.forward(a.dtype(), log, p.outer, p.D, p.inner, x.raw_data(),
+                                out.raw_data());
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<SoftmaxBackward>();
     node->y = ops::SavedTensor(out);

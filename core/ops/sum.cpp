@@ -18,9 +18,8 @@
 // op ends with it.
 #include "core/cuda.h"
 #include "core/ops/common.h"
-#include "kernels/cuda/reduce.h"
 #include "core/ops/reduce_util.h"
-#include "kernels/cpu/reduce.h"
+#include "kernels/reduce.h"
 
 namespace ember {
 
@@ -48,12 +47,8 @@ Tensor reduce_sum(const Tensor& a, const Shape& dims, bool keepdim, bool is_mean
   const ops::ReducePlan p = ops::plan_reduction(a, dims, keepdim, op);
   const double scale = is_mean ? 1.0 / static_cast<double>(p.r) : 1.0;
   Tensor out = ops::new_output(p.out_shape, a);
-  if (a.is_cuda()) {
-    cuda::DeviceGuard guard(a.device());
-    kernels::cuda::reduce_sum(a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(), out.raw_data(), scale);
-  } else {
-    kernels::cpu::reduce_sum(a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(), out.raw_data(), scale);
-  }
+  KernelsOn(a)->reduce.sum(a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(), out.raw_data(),
+                           scale);
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<SumBackward>();
     node->keepdim_shape = p.keepdim_shape;

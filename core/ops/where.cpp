@@ -16,7 +16,7 @@
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
 #include "core/cuda.h"
 #include "core/ops/common.h"
-#include "kernels/cuda/elementwise.h"
+#include "kernels/elementwise.h"
 
 namespace ember {
 
@@ -51,12 +51,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   const Tensor x = cast_for_compute(a, dt), y = cast_for_compute(b, dt);
   Tensor out = ops::new_output(shape, a, dt);
   const auto L = make_loop<4>(shape, {&out, &cond, &x, &y}, "where");
-  if (a.is_cuda()) {
-    cuda::DeviceGuard guard(a.device());
-    kernels::cuda::where(dt, L, out.raw_data(), cond.data_ptr<bool>(), x.raw_data(), y.raw_data());
-  } else {
-    kernels::cpu::where(dt, L, out.raw_data(), cond.data_ptr<bool>(), x.raw_data(), y.raw_data());
-  }
+  KernelsOn(a)->elementwise.where(dt, L, out.raw_data(), cond.data_ptr<bool>(), x.raw_data(),
+                                  y.raw_data());
   if (autograd::grad_needed({&a, &b})) {
     auto node = std::make_shared<WhereBackward>();
     node->cond = ops::SavedTensor(cond);

@@ -6,8 +6,9 @@
 // threads spin for a while waiting for the next one. On an idle machine that is fast. On a busy
 // one it falls apart: when the OS deschedules one member, the others spin at the closing barrier
 // on the cores the busy process wants, and the whole region waits for the descheduled member's
-// chunk (cifar10_cnn went from 6 s to 163 s per epoch with one core kept busy). The pool below
-// does three things differently:
+// chunk, so one core kept busy by another process can stretch an epoch many times over
+// (bench/RESULTS.md, "CPU threads on a busy machine" and "Figures that were comments in
+// kernels/"). The pool below does three things differently:
 //   1. Dynamic chunks. A range is cut into more chunks than threads, and members claim them one
 //      at a time from an atomic counter, so a member the OS has put aside holds up at most the
 //      one chunk it is in; the others take the rest.
@@ -18,7 +19,8 @@
 //      kernels/cpu/gemm.cpp splits large products into panels run on this pool.
 // The chunk boundaries never change what a kernel computes: every kernel splits its work so that
 // each output element is written by one task, with a summation order fixed by the sizes (see
-// kernels/cpu/conv.cpp and kernels/cpu/gemm.cpp), so results are identical for any thread count.
+// kernels/cpu/conv_im2col.cpp and kernels/cpu/gemm.cpp), so results are identical for any
+// thread count.
 //
 // Rules: a parallel_for inside a running region (a GEMM inside a convolution task) runs on its
 // calling thread; so does one started while another thread's region holds the pool (two user

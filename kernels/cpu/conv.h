@@ -1,4 +1,6 @@
-// ember/kernels/cpu/conv.h — 2-d convolution on the CPU: im2col + GEMM (kernels/cpu/gemm.h).
+// ember/kernels/cpu/conv.h — 2-d convolution on the CPU, each direction by name (for the
+// benchmarks and tests; the op card goes through the conv family, kernels/conv.h, whose table
+// kernels/cpu/conv.cpp fills): im2col + GEMM (kernels/cpu/gemm.h).
 //
 // All tensors contiguous NCHW (see kernels/conv_geometry.h for the letters):
 //   x [N, C, H, W], w [K, C, R, S], b [K] (nullable), y [N, K, P, Q].
@@ -8,8 +10,8 @@
 // Images are spread over threads (kernels/base/parallel.h); results do not depend on the
 // thread count (weight gradients are reduced in a fixed order).
 // float32 stride-1 filters of 64 taps or more on AVX-512 CPUs take another path with the same
-// contract: an implicit GEMM on a batch-innermost copy of the tensors, no im2col matrix (the
-// comment in conv.cpp).
+// contract: an implicit GEMM on a batch-innermost copy of the tensors, no im2col matrix
+// (kernels/cpu/conv_implicit.cpp; kernels/cpu/conv.cpp chooses between the two).
 #pragma once
 
 #include "kernels/base/dtype.h"

@@ -2,7 +2,7 @@
 // across threads. The forward reads each row twice (its max, then the sum of exponentials); the
 // backward reads it once and writes the gradient row in the same pass. With S = 1 every access
 // walks a row contiguously.
-#include "kernels/cpu/cross_entropy.h"
+#include "kernels/cross_entropy.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +13,11 @@
 namespace ember::kernels::cpu {
 
 namespace {
+
+struct CrossEntropySums {
+  double loss = 0.0;    // sum_r loss_r
+  double weight = 0.0;  // sum of w_t over rows that are not ignored (the count without weights)
+};
 
 // The row max m and ls = log(sum_c exp(x_c - m)), the sum in double. A row whose max is
 // infinite (all -inf, or a +inf logit) gets inf - inf = NaN in the sum, so its loss and gradient
@@ -85,22 +90,30 @@ void backward_typed(int64_t N, int64_t C, int64_t S, const T* logits, const int6
 
 }  // namespace
 
-CrossEntropySums cross_entropy_forward(DType dtype, int64_t N, int64_t C, int64_t S,
-                                       const void* logits, const int64_t* target,
-                                       const void* weight, int64_t ignore_index, void* loss,
-                                       void* stats) {
-  return EMBER_DISPATCH_FLOAT(dtype, "cross_entropy", [&] {
-    return forward_typed<scalar_t>(N, C, S, static_cast<const scalar_t*>(logits), target,
-                                   static_cast<const scalar_t*>(weight), ignore_index,
-                                   static_cast<scalar_t*>(loss), static_cast<scalar_t*>(stats));
+void cross_entropy_forward(DType dtype, int64_t N, int64_t C, int64_t S, const void* logits,
+                           const int64_t* target, const void* weight, int64_t ignore_index,
+                           void* loss, void* stats, CrossEntropyReduction reduction, void* out,
+                           void* weight_sum) {
+  EMBER_DISPATCH_FLOAT(dtype, "cross_entropy", [&] {
+    const CrossEntropySums sums =
+        forward_typed<scalar_t>(N, C, S, static_cast<const scalar_t*>(logits), target,
+                                static_cast<const scalar_t*>(weight), ignore_index,
+                                static_cast<scalar_t*>(loss), static_cast<scalar_t*>(stats));
+    if (reduction == CrossEntropyReduction::None) return;
+    // The sums are exact to double; each 0-d result is rounded once.
+    *static_cast<scalar_t*>(weight_sum) = static_cast<scalar_t>(sums.weight);
+    *static_cast<scalar_t*>(out) = static_cast<scalar_t>(
+        reduction == CrossEntropyReduction::Sum ? sums.loss : sums.loss / sums.weight);
   });
 }
 
 void cross_entropy_backward(DType dtype, int64_t N, int64_t C, int64_t S, const void* logits,
                             const int64_t* target, const void* weight, int64_t ignore_index,
                             const void* stats, const void* grad, int64_t grad_stride,
-                            double scale, void* dlogits) {
+                            const void* divisor, void* dlogits) {
   EMBER_DISPATCH_FLOAT(dtype, "cross_entropy", [&] {
+    const double scale =
+        divisor ? 1.0 / static_cast<double>(*static_cast<const scalar_t*>(divisor)) : 1.0;
     backward_typed<scalar_t>(N, C, S, static_cast<const scalar_t*>(logits), target,
                              static_cast<const scalar_t*>(weight), ignore_index,
                              static_cast<const scalar_t*>(stats),
@@ -108,5 +121,7 @@ void cross_entropy_backward(DType dtype, int64_t N, int64_t C, int64_t S, const 
                              static_cast<scalar_t*>(dlogits));
   });
 }
+
+const CrossEntropyKernels cross_entropy_kernels = {&cross_entropy_forward, &cross_entropy_backward};
 
 }  // namespace ember::kernels::cpu

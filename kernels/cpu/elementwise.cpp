@@ -1,9 +1,10 @@
-#include "kernels/cpu/elementwise.h"
+#include "kernels/elementwise.h"
 
 #include <cmath>
 #include <cstring>
 
 #include <type_traits>
+#include <vector>
 
 #include "kernels/base/parallel.h"
 #include "kernels/base/scalar_math.h"
@@ -180,7 +181,9 @@ void binary_typed(BinaryOp op, const StridedLoop<3>& L, T* out, const T* a, cons
       return binary_loop(L, out, a, b, [](T x, T y) { return BinaryFn<T>::divide(BinaryOp::DivFloor, x, y); });
     // relu's backward, BinaryFn's definition with the op fixed at compile time. Passed
     // BinaryFn<T>{op, al} itself, the loop would run BinaryFn's switch on every element, which
-    // also keeps it from vectorizing: that was 4.6% of a one-thread cats-vs-dogs training step.
+    // also keeps it from vectorizing, on an op that every ReLU network's backward runs over its
+    // activations (its share of a training step: bench/RESULTS.md, "Figures that were comments
+    // in kernels/").
     // A select, so the vector code gives the same bits. (SigmoidBackward and TanhBackward would
     // gain the same way, but the vector code may multiply the operands in another order, and
     // where two NaNs meet, which of them comes out is not the same.)
@@ -274,5 +277,22 @@ void fill(DType dtype, const StridedLoop<1>& L, void* out, double value) {
     });
   });
 }
+
+// Each value in double, then converted by copy(): exactly what a tensor made from host doubles
+// holds, which is what arange gave before it had a kernel of its own.
+void arange(DType dtype, void* out, int64_t n, double start, double step) {
+  if (n <= 0) return;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + static_cast<double>(i) * step;
+  StridedLoop<2> L;
+  L.ndim = 1;
+  L.numel = n;
+  L.shape[0] = n;
+  L.strides[0][0] = L.strides[1][0] = 1;
+  copy(dtype, kFloat64, L, out, v.data());
+}
+
+const ElementwiseKernels elementwise_kernels = {&unary, &binary, &compare, &where,
+                                                &copy,  &fill,   &arange};
 
 }  // namespace ember::kernels::cpu

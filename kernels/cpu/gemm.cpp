@@ -36,6 +36,8 @@
 // anyway, it takes the product whole).
 #include "kernels/cpu/gemm.h"
 
+#include "kernels/gemm.h"
+
 #include <algorithm>
 #include <type_traits>
 
@@ -69,7 +71,8 @@ void product(const OpA& A, const OpB& B, T alpha, T beta, RowMap<T>& C) {
   if (beta == T(0)) {
     // `C = A * B` makes Eigen clear C first, and through a strided map that is one memset per
     // row. When C's rows are packed, clear it in one pass and accumulate instead: for small
-    // products (the MLP's [64,64] @ [64,10]) the per-row clearing was a sixth of the time.
+    // products (the MLP's [64,64] @ [64,10]) the per-row clearing is a large part of the call
+    // (bench/RESULTS.md, "CPU core benchmark": zeroing C row by row).
     if (C.outerStride() == C.cols()) std::fill_n(C.data(), C.size(), T(0));
     else C.setZero();
   } else if (beta != T(1)) {
@@ -83,17 +86,15 @@ void product(const OpA& A, const OpB& B, T alpha, T beta, RowMap<T>& C) {
 // sizes and transposes (never from the thread count), so a product gives the same bits every
 // time. The kernel computes 12 x 32 tiles of C, reads A in place, and must first transpose
 // ("pack") op(B) when B is stored [N, K] (gemm_avx512.cpp); Eigen packs both operands always but
-// switches to matrix-vector code for very thin products. Measured on one Zen 4 core
-// (bench/RESULTS.md, "CPU GEMM kernel and convolution layout" and "Implicit-GEMM convolution"),
-// Eigen stays ahead where
-//   - C has fewer than 4 columns (matrix-vector shapes: [100, 512] @ [512, 2] took 17.0 us in
-//     the kernel, 7.5 us in Eigen);
+// switches to matrix-vector code for very thin products. Measured on one Zen 4 core, Eigen stays
+// ahead where
+//   - C has fewer than 4 columns (matrix-vector shapes, where Eigen's matrix-vector code wins);
 //   - C is one row and B must be packed: the packed B then serves a single row, and packing
-//     it costs more than the product ([1, 400] @ [120, 400]^T: 7.4 us against 1.8 us).
-// Everywhere else the kernel was as fast or faster, by 10-50% on the seed models' products,
-// thin ones with a packed B included since that packing is done once per product
-// ([25, 2116] @ [32, 2116]^T, the cats-vs-dogs CNN's first weight gradient: 40 against 57 us;
-// [4, 400] @ [120, 400]^T: 10.4 against 13.1 us).
+//     it costs more than the product.
+// Everywhere else the kernel was as fast or faster on the seed models' products, thin ones with
+// a packed B included since that packing is done once per product. The timings behind this rule
+// are in bench/RESULTS.md ("CPU GEMM kernel and convolution layout", "Implicit-GEMM
+// convolution" and "Figures that were comments in kernels/").
 template <typename T>
 bool use_own_kernel(bool trans_b, int64_t M, int64_t N) {
   if constexpr (!std::is_same_v<T, float>) {
@@ -104,8 +105,9 @@ bool use_own_kernel(bool trans_b, int64_t M, int64_t N) {
   }
 }
 
-// Products of fewer multiply-adds than this run as one Eigen call: about 20 microseconds of work
-// here, below which handing panels to other threads costs more than it saves.
+// Products of fewer multiply-adds than this run as one Eigen call: below it, handing panels to
+// other threads costs more than it saves (the time such a product took is in bench/RESULTS.md,
+// "Figures that were comments in kernels/").
 constexpr int64_t kParallelMacs = int64_t(1) << 21;
 // The rows (or columns) of C in a panel: a multiple of every SIMD width and of the own kernel's
 // 12 x 32 tile (so a panel has no ragged tiles), and large enough that packing op(B) (or op(A))
@@ -179,5 +181,18 @@ void gemm(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                          static_cast<scalar_t>(beta), static_cast<scalar_t*>(c), ldc);
   });
 }
+
+void gemm_batched(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                  double alpha, const void* a, int64_t lda, int64_t stride_a, const void* b,
+                  int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc,
+                  int64_t stride_c, int64_t batch) {
+  const auto es = static_cast<int64_t>(dtype_size(dtype));
+  for (int64_t i = 0; i < batch; ++i)
+    gemm(dtype, trans_a, trans_b, M, N, K, alpha, static_cast<const char*>(a) + i * stride_a * es,
+         lda, static_cast<const char*>(b) + i * stride_b * es, ldb, beta,
+         static_cast<char*>(c) + i * stride_c * es, ldc);
+}
+
+const GemmKernels gemm_kernels = {&gemm, &gemm_batched};
 
 }  // namespace ember::kernels::cpu

@@ -1,12 +1,13 @@
 // ember's float32 GEMM kernel for AVX-512 CPUs: C = alpha * op(A) @ op(B) + beta * C.
 //
 // Why not only Eigen: on the products of the seed models (the MLP's layers, a [64, 800] filter
-// bank against an im2col matrix [800, 361] and the gradients' products) Eigen's blocked GEMM ran
-// at 80-87 GFLOP/s on one Zen 4 core whose FMA units peak at about 117; the kernel below runs
-// them at 89-108 (bench/RESULTS.md, "CPU GEMM kernel and convolution layout"). It is the CPU twin
+// bank against an im2col matrix [800, 361] and the gradients' products) Eigen's blocked GEMM
+// stays well below a Zen 4 core's FMA peak, and the kernel below runs every one of them closer
+// to it (bench/RESULTS.md, "CPU GEMM kernel and convolution layout"). It is the CPU twin
 // of the lesson in bench/gemm/ (siboehm's SGEMM ladder on the GPU): keep a tile of C in registers
 // and stream the operands past it. sgemm_avx512_rows (the same kernel, operands given as tables
-// of row starts) lets kernels/cpu/conv.cpp multiply rows scattered through a tensor in place.
+// of row starts) lets kernels/cpu/conv_implicit.cpp multiply rows scattered through a tensor
+// in place.
 //
 // The micro-kernel
 // ----------------
@@ -37,11 +38,12 @@
 // place when B is stored [K, N] (row k of the block is contiguous); B^T stored [N, K] is copied
 // ("packed") first: 32 rows of B transposed into [kc, 32], once per k-block and reused across all
 // of M, through 16 x 16 register transposes. So a product whose transposed operand is the
-// smaller one should put it second (kernels/cpu/conv.cpp's weight gradient does).
+// smaller one should put it second (kernels/cpu/conv_im2col.cpp's weight gradient does).
 // Nothing here needs A's rows, or the stored B's rows, to be evenly spaced: each is read from
 // its own start, so either may instead be given as a table of row starts (A(i, k) at
 // a[a_rows[i] + k], B's row r at b + b_rows[r]). That is sgemm_avx512_rows, and it is how
-// conv.cpp's implicit GEMM reads the shifted rows of an image as a matrix without copying them.
+// conv_implicit.cpp's implicit GEMM reads the shifted rows of an image as a matrix without
+// copying them.
 //
 // Cache blocking: the sum over k is cut into blocks of kKc = 256 (a 12 x 256 block of A is 12 KiB,
 // which stays in the 32-KiB L1 cache while the kernel walks across N), and N into blocks of kNc =
@@ -142,7 +144,9 @@ void pack_transposed(const float* const* src, int64_t rows, int64_t klen, float*
 }
 
 // One 16 x 16 block (rows i0.., columns j0..) of transpose_blocks below, the edges masked.
-// Inlined by force: as a call, its 16 vectors went through memory and the transpose ran 3x slower.
+// Inlined by force: as a call, its 16 vectors go through memory instead of staying in registers,
+// and those loads and stores then set the transpose's speed (bench/RESULTS.md, "Figures that were
+// comments in kernels/").
 inline __attribute__((always_inline)) void transpose_block16(
     const float* src, int64_t lds, int64_t rows, int64_t cols, const float* add, float* dst,
     int64_t ldd, int64_t i0, int64_t j0) {
@@ -157,12 +161,12 @@ inline __attribute__((always_inline)) void transpose_block16(
   for (int64_t j = 0; j < nj; ++j) _mm512_mask_storeu_ps(dst + (j0 + j) * ldd + i0, mi, r[j]);
 }
 
-// dst[j * ldd + i] = src[i * lds + j] (+ *add) for i < rows, j < cols, in 16 x 16 register
-// blocks. The blocks walk along the side whose rows lie farther apart (one row per image in
-// conv.cpp), 16 of its rows at a time front to back, so that those rows are 16 streams instead of
-// a new page at every load or store: along dst's rows when they are the farther apart, else along
-// src's. (dy [100, 64 * 361] -> [361, 100] for each of the 64 planes, one Zen 4 core: 19 GB/s
-// walking across the images' rows, 25-48 GB/s along them.)
+// dst[j * ldd + i] = src[i * lds + j] (+ *add) for i < rows, j < cols, in 16 x 16 register blocks.
+// The blocks walk along the side whose rows lie farther apart (one row per image in
+// conv_implicit.cpp), 16 of its rows at a time front to back, so that those rows are 16 streams
+// instead of a new page at every load or store: along dst's rows when they are the farther apart,
+// else along src's. (Both walks were timed on a convolution's dy: bench/RESULTS.md, "Figures that
+// were comments in kernels/".)
 void transpose_blocks(const float* src, int64_t lds, int64_t rows, int64_t cols, const float* add,
                       float* dst, int64_t ldd) {
   if (ldd >= lds) {  // along dst's rows (src's columns)

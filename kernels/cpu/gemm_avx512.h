@@ -22,7 +22,7 @@ void sgemm_avx512(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
                   int64_t ldc);
 
 // The same product with either operand given row by row, for operands that are sets of rows
-// scattered through a tensor: kernels/cpu/conv.cpp's implicit convolution reads its input's
+// scattered through a tensor: kernels/cpu/conv_implicit.cpp's convolution reads its input's
 // shifted rows this way instead of copying them into an im2col matrix. Offsets in floats,
 // negative allowed; each row runs on contiguously.
 //   a_rows (or null): A(i, k) = a[a_rows[i] + k] (trans_a must be false; lda unused);
@@ -34,7 +34,7 @@ void sgemm_avx512_rows(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                        int64_t ldb, const int64_t* b_rows, float beta, float* c, int64_t ldc);
 
 // dst[j * ldd + i] = src[i * lds + j] (+ *add, when add is not null) for i < rows, j < cols:
-// a float32 matrix transposed through 16 x 16 register blocks (conv.cpp's layout changes).
+// a float32 matrix transposed through 16 x 16 register blocks (conv_implicit.cpp's layout changes).
 void transpose_avx512(const float* src, int64_t lds, int64_t rows, int64_t cols, const float* add,
                       float* dst, int64_t ldd);
 

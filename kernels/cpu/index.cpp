@@ -1,4 +1,4 @@
-#include "kernels/cpu/index.h"
+#include "kernels/index.h"
 
 #include <algorithm>
 #include <cstring>
@@ -86,9 +86,10 @@ void index_add_typed(int64_t outer, int64_t size, int64_t inner, T* out, const i
 
 }  // namespace
 
-int64_t first_out_of_range(const int64_t* index, int64_t n, int64_t size) {
+int64_t first_out_of_range(const int64_t* index, int64_t n, int64_t size, bool has_allowed,
+                           int64_t allowed) {
   for (int64_t i = 0; i < n; ++i)
-    if (index[i] < 0 || index[i] >= size) return i;
+    if ((index[i] < 0 || index[i] >= size) && !(has_allowed && index[i] == allowed)) return i;
   return -1;
 }
 
@@ -123,5 +124,8 @@ void index_add(DType dtype, int64_t outer, int64_t size, int64_t inner, void* ou
                               static_cast<const scalar_t*>(src));
   });
 }
+
+const IndexKernels index_kernels = {&first_out_of_range, &gather, &scatter_add, &index_select,
+                                    &index_add};
 
 }  // namespace ember::kernels::cpu

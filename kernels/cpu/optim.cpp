@@ -4,7 +4,7 @@
 // The options that change the shape of the update (weight decay on or off, momentum, nesterov,
 // AdamW vs Adam, amsgrad) become template flags, so each loop body is straight-line code the
 // compiler can vectorize, with no per-element branch on an option.
-#include "kernels/cpu/optim.h"
+#include "kernels/optim.h"
 
 #include <algorithm>
 #include <cmath>
@@ -110,7 +110,8 @@ struct AdamCoeffs {
 // IEEE square roots, correctly rounded like std::sqrt (and unlike Eigen's default fast-math
 // sqrt). A plain std::sqrt loop would be the same math, but std::sqrt may set errno, so unless
 // the library is built with -fno-math-errno the compiler keeps it one scalar sqrt (and a check)
-// per element; on the 2-core dev machine that made the whole Adam step ~8x slower.
+// per element, and that scalar loop then dominates the whole Adam step (by how much:
+// bench/RESULTS.md, "Figures that were comments in kernels/").
 template <typename T>
 void sqrt_inplace(T* x, int64_t n) {
   int64_t i = 0;
@@ -209,5 +210,23 @@ void adam_step(DType dtype, int64_t n, void* param, const void* grad, void* exp_
                          static_cast<scalar_t*>(max_exp_avg_sq), s);
   });
 }
+
+// The list forms of the family: one parameter after the other, each in one pass.
+void sgd_list(DType dtype, const ParamList& list, const std::vector<void*>& momentum_bufs,
+              const SGDStep& s) {
+  for (size_t i = 0; i < list.params.size(); ++i)
+    sgd_step(dtype, list.sizes[i], list.params[i], list.grads[i],
+             momentum_bufs.empty() ? nullptr : momentum_bufs[i], s);
+}
+
+void adam_list(DType dtype, const ParamList& list, const std::vector<void*>& exp_avgs,
+               const std::vector<void*>& exp_avg_sqs, const std::vector<void*>& max_exp_avg_sqs,
+               const AdamStep& s) {
+  for (size_t i = 0; i < list.params.size(); ++i)
+    adam_step(dtype, list.sizes[i], list.params[i], list.grads[i], exp_avgs[i], exp_avg_sqs[i],
+              max_exp_avg_sqs.empty() ? nullptr : max_exp_avg_sqs[i], s);
+}
+
+const OptimKernels optim_kernels = {&sgd_list, &adam_list};
 
 }  // namespace ember::kernels::cpu

@@ -8,7 +8,7 @@
 // The window of output (p, q) starts at (h0, w0) = (p * sh - ph, q * sw - pw); clipping it to
 // the plane gives rows [max(h0, 0), min(h0 + kh, H)) and columns likewise. The op card's rule
 // pad <= kernel / 2 guarantees the clipped window is never empty (see core/ops/pool2d.cpp).
-#include "kernels/cpu/pool.h"
+#include "kernels/pool.h"
 
 #include <algorithm>
 #include <cmath>
@@ -48,8 +48,9 @@ int64_t plane_grain(int64_t work_per_plane) {
 // tap in row-major order; a NaN beats every number, and the first NaN of the window is kept.
 //
 // Written without data-dependent branches: on real data "is this tap larger?" is a coin flip,
-// and a mispredicted branch per tap cost about 3x the time of this loop (measured on the
-// cats-vs-dogs shapes). `m = v > m ? v : m` compiles to a max instruction, the position moves
+// and a mispredicted branch per tap costs more than this whole loop (measured on the
+// cats-vs-dogs shapes: bench/RESULTS.md, "Figures that were comments in kernels/").
+// `m = v > m ? v : m` compiles to a max instruction, the position moves
 // by an integer multiply with the 0/1 comparison, and NaNs are only noted (v > m is false for a
 // NaN v, so they never enter m). A window that holds a NaN — rare, so its branch is
 // predictable — is scanned again for the first NaN.
@@ -86,7 +87,7 @@ bool is_2x2_stride_2(const PoolGeometry& g) {
 // first tap has flat index `first` in the plane. argmax_window's rule, unrolled for the four
 // taps in row-major order: the loop over q is then straight-line code that the compiler
 // vectorizes across outputs, where argmax_window pays for two loops of two taps per output
-// (max pooling [100, 32, 46, 46] took 11.4 ms on one thread that way, 2.6 ms this way). The
+// (the two timed on one thread: bench/RESULTS.md, "Figures that were comments in kernels/"). The
 // index moves as in argmax_window, by a multiply with the 0/1 comparison: written as
 // `at = v > m ? k : at`, GCC 12 does not vectorize the loop. NaNs never enter m (v > m is false
 // for a NaN v) and are only counted, in an integer (a bool `|=` also keeps the loop scalar); the
@@ -150,8 +151,8 @@ void max_forward_typed(const PoolGeometry& g, const T* x, T* y, int64_t* idx) {
 // input. Serial within the plane, so where windows overlap the additions always happen in the
 // same order (output row-major), which is also the order the CUDA kernel gathers them in.
 // (For the 2x2 stride-2 case a single pass that writes each input once, 0 + dy or 0 by four
-// selects per output, was tried: it ran 3 to 12 times slower on the cats-vs-dogs shapes than
-// this memset and one add per output.)
+// selects per output, was tried: it was slower on every cats-vs-dogs shape than this memset and
+// one add per output; bench/RESULTS.md, "Figures that were comments in kernels/".)
 template <typename T>
 void max_backward_typed(const PoolGeometry& g, const T* dy, const int64_t* idx, T* dx) {
   const int64_t planes = g.N * g.C, in_plane = g.H * g.W, out_plane = g.P * g.Q;
@@ -253,5 +254,8 @@ void avg_pool2d_backward(DType dtype, const PoolGeometry& g, const void* dy, voi
     avg_backward_typed<scalar_t>(g, static_cast<const scalar_t*>(dy), static_cast<scalar_t*>(dx));
   });
 }
+
+const PoolKernels pool_kernels = {&max_pool2d_forward, &max_pool2d_backward, &avg_pool2d_forward,
+                                  &avg_pool2d_backward};
 
 }  // namespace ember::kernels::cpu

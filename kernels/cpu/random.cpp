@@ -1,4 +1,4 @@
-#include "kernels/cpu/random.h"
+#include "kernels/random.h"
 
 #include <cmath>
 
@@ -53,5 +53,7 @@ void randint(int64_t* out, int64_t n, uint64_t seed, uint64_t offset, int64_t lo
     }
   });
 }
+
+const RandomKernels random_kernels = {&uniform, &normal, &randint};
 
 }  // namespace ember::kernels::cpu

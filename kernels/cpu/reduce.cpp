@@ -1,4 +1,4 @@
-#include "kernels/cpu/reduce.h"
+#include "kernels/reduce.h"
 
 #include <algorithm>
 #include <cmath>
@@ -216,5 +216,8 @@ void reduce_max_min_backward(DType dtype, int64_t outer, int64_t r, int64_t inne
                                      static_cast<scalar_t*>(grad_in));
   });
 }
+
+const ReduceKernels reduce_kernels = {&reduce_sum, &reduce_prod, &reduce_prod_backward,
+                                      &reduce_max_min, &reduce_max_min_backward};
 
 }  // namespace ember::kernels::cpu

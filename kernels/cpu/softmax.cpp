@@ -3,7 +3,7 @@
 // one contiguous row; for inner > 1 each step along D reads a contiguous run of the block's
 // columns (rather than jumping `inner` elements per load, which would touch a new cache line
 // on every read). Tasks are independent, so they are split across threads.
-#include "kernels/cpu/softmax.h"
+#include "kernels/softmax.h"
 
 #include <algorithm>
 #include <cmath>
@@ -107,5 +107,7 @@ void softmax_backward(DType dtype, bool log, int64_t outer, int64_t D, int64_t i
                              static_cast<const scalar_t*>(y), static_cast<scalar_t*>(dx));
   });
 }
+
+const SoftmaxKernels softmax_kernels = {&softmax_forward, &softmax_backward};
 
 }  // namespace ember::kernels::cpu

@@ -1,5 +1,10 @@
-// ember/kernels/cuda/allocator.cu — the caching allocator for device memory, and pinned host
-// memory for pin_memory().
+// ember/kernels/cuda/allocator.cu — the caching allocator for device memory, pinned host
+// memory for pin_memory(), and kernels' scratch memory (Workspace, kernels/cuda/workspace.h).
+//
+// Who calls it: core's Storage, through the DeviceRuntime table (device_alloc / device_free,
+// kernels/device_runtime.h; the Allocator adapters are in core/cuda.cpp), and kernels that need
+// scratch, through Workspace. Both get the same blocks, the same statistics, and the same
+// rules below.
 //
 // Why cache: cudaMalloc and cudaFree are slow (tens of microseconds to milliseconds) and
 // cudaFree waits for the whole device to go idle. A training step allocates and frees the same
@@ -34,16 +39,16 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/cuda.h"
 #include "kernels/base/error.h"
-#include "core/storage.h"
 #include "kernels/cuda/graph_pool.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/runtime.h"
+#include "kernels/cuda/workspace.h"
 #ifdef EMBER_CUDA_EMULATED
 #include "kernels/emulator/emulator.h"
 #endif
 
-namespace ember::cuda {
+namespace ember::kernels::cuda {
 
 namespace {
 
@@ -87,15 +92,16 @@ std::string human_bytes(double b) {
 struct DeviceCache {
   std::multimap<size_t, void*> free_blocks;   // size -> block, for best-fit lookup
   std::unordered_map<void*, size_t> live;     // block -> its (rounded) size
-  std::unordered_map<void*, cuda::detail::GraphPool*> pool_of;  // blocks a graph's pool owns
+  std::unordered_map<void*, GraphPool*> pool_of;  // blocks a graph's pool owns
   int64_t allocated = 0, reserved = 0, peak = 0;  // pool blocks included
-  AllocatorStats stats;
+  struct {
+    int64_t cuda_malloc_calls = 0, cuda_free_calls = 0, cache_hits = 0;
+  } stats;
   bool checked = false;  // device_supported() has been asked for this device
 };
 
 }  // namespace
 
-namespace detail {
 // A CUDA graph's private pool (kernels/cuda/graph_pool.h).
 struct GraphPool {
   int device = 0;
@@ -103,11 +109,8 @@ struct GraphPool {
   std::map<const void*, size_t> blocks;      // every block it owns, live or free -> size
   int64_t reserved = 0;
 };
-}  // namespace detail
 
 namespace {
-
-using detail::GraphPool;
 
 // The pool this thread's allocations go to while it captures (graph_pool.h), and the number of
 // captures underway in the process.
@@ -135,15 +138,14 @@ class RelaxedCaptureMode {
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
 
-class CachingAllocator final : public Allocator {
+class CachingAllocator {
  public:
-  void* allocate(size_t nbytes, Device device) override {
+  void* allocate(size_t nbytes, int index) {
     if (nbytes == 0) return nullptr;  // nothing to hold; kernels launch nothing for 0 elements
-    const int index = device.index;
     std::lock_guard<std::mutex> lock(mu_);
     DeviceCache& dc = cache(index);
     if (!dc.checked) {
-      std::string why;
+      const char* why = "";
       if (!device_supported(index, &why)) throw DeviceError(why);
       dc.checked = true;
     }
@@ -200,12 +202,12 @@ class CachingAllocator final : public Allocator {
     return ptr;
   }
 
-  void deallocate(void* ptr, size_t, Device device) override {
+  void deallocate(void* ptr, int index) {
     if (!ptr) return;
     std::lock_guard<std::mutex> lock(mu_);
-    DeviceCache& dc = cache(device.index);
+    DeviceCache& dc = cache(index);
     auto it = dc.live.find(ptr);
-    if (it == dc.live.end()) return;  // not ours: cannot happen through Storage
+    if (it == dc.live.end()) return;  // not ours: cannot happen through Storage or Workspace
     const size_t size = it->second;
     dc.allocated -= static_cast<int64_t>(size);
     dc.live.erase(it);
@@ -214,7 +216,7 @@ class CachingAllocator final : public Allocator {
     GraphPool* owner = nullptr;
     if (auto p = dc.pool_of.find(ptr); p != dc.pool_of.end()) {
       owner = p->second;
-    } else if (tls_capture_pool != nullptr && tls_capture_pool->device == device.index) {
+    } else if (tls_capture_pool != nullptr && tls_capture_pool->device == index) {
       owner = tls_capture_pool;
       owner->blocks[ptr] = size;
       owner->reserved += static_cast<int64_t>(size);
@@ -304,14 +306,14 @@ class CachingAllocator final : public Allocator {
 // batch, and the DataLoader pins one batch per step. A pinned block may still be the source of
 // a non-blocking copy when its tensor dies, so a freed block is stamped with an event recorded
 // on the stream; it is handed out again only once that event has completed.
-class PinnedAllocator final : public Allocator {
+class PinnedAllocator {
  public:
-  void* allocate(size_t nbytes, Device) override {
+  void* allocate(size_t nbytes) {
     if (!is_available()) {
       throw DeviceError(std::string("pin_memory: pinned host memory needs a usable CUDA device: ") +
                         unavailable_reason());
     }
-    kernels::cuda::refuse_in_capture(
+    refuse_in_capture(
         "pin_memory()", "page-locked memory is allocated with cudaHostAlloc, which a capture "
         "forbids, and a graph cannot copy from the host anyway. Pin the batch before "
         "capture_begin() or after capture_end(), and copy it into the graph's static input "
@@ -333,7 +335,7 @@ class PinnedAllocator final : public Allocator {
     return p;
   }
 
-  void deallocate(void* ptr, size_t, Device) override {
+  void deallocate(void* ptr) {
     if (!ptr) return;
     std::lock_guard<std::mutex> lock(mu_);
     auto it = live_.find(ptr);
@@ -396,10 +398,35 @@ auto stat(int index, F f) {
 
 }  // namespace
 
-namespace detail {
-Allocator* device_allocator() { return &caching(); }
-Allocator* pinned_allocator() { return &pinned(); }
+// ---- the DeviceRuntime entries (kernels/device_runtime.h) ----------------------------------------
+void* device_alloc(size_t nbytes, int device) { return caching().allocate(nbytes, device); }
+void device_free(void* ptr, int device) { caching().deallocate(ptr, device); }
+void* pinned_alloc(size_t nbytes) { return pinned().allocate(nbytes); }
+void pinned_free(void* ptr) { pinned().deallocate(ptr); }
 
+MemoryStats memory_stats(int index) {
+  return stat(index, [](DeviceCache& c) {
+    MemoryStats s;
+    s.allocated = c.allocated;
+    s.reserved = c.reserved;
+    s.peak_allocated = c.peak;
+    s.cuda_malloc_calls = c.stats.cuda_malloc_calls;
+    s.cuda_free_calls = c.stats.cuda_free_calls;
+    s.cache_hits = c.stats.cache_hits;
+    return s;
+  });
+}
+void reset_peak_memory_stats(int index) {
+  stat(index, [](DeviceCache& c) {
+    c.peak = c.allocated;
+    return 0;
+  });
+}
+void empty_cache() {
+  if (is_available()) caching().empty_cache();
+}
+
+// ---- graph pools (kernels/cuda/graph_pool.h) ----------------------------------------------------
 GraphPool* create_graph_pool(int device) {
   auto* pool = new GraphPool();
   pool->device = device;
@@ -436,20 +463,48 @@ bool graph_pool_owns(const GraphPool* pool, const void* ptr) {
   });
 }
 int captures_underway() { return g_captures_underway.load(); }
-}  // namespace detail
 
-int64_t memory_allocated(int index) { return stat(index, [](DeviceCache& c) { return c.allocated; }); }
-int64_t memory_reserved(int index) { return stat(index, [](DeviceCache& c) { return c.reserved; }); }
-int64_t max_memory_allocated(int index) { return stat(index, [](DeviceCache& c) { return c.peak; }); }
-void reset_peak_memory_stats(int index) {
-  stat(index, [](DeviceCache& c) {
-    c.peak = c.allocated;
-    return 0;
-  });
-}
-AllocatorStats allocator_stats(int index) { return stat(index, [](DeviceCache& c) { return c.stats; }); }
-void empty_cache() {
-  if (is_available()) caching().empty_cache();
+// ---- Workspace (kernels/cuda/workspace.h) -------------------------------------------------------
+Workspace::Workspace(size_t bytes) {
+  if (bytes == 0) return;
+  const int device = current_device();
+  ptr_ = caching().allocate(bytes, device);
+  bytes_ = bytes;
+  device_ = device;
 }
 
-}  // namespace ember::cuda
+Workspace::~Workspace() { release(); }
+
+Workspace::Workspace(Workspace&& other) noexcept
+    : ptr_(other.ptr_), bytes_(other.bytes_), device_(other.device_) {
+  other.ptr_ = nullptr;
+  other.bytes_ = 0;
+  other.device_ = -1;
+}
+
+Workspace& Workspace::operator=(Workspace&& other) noexcept {
+  if (this != &other) {
+    release();
+    ptr_ = other.ptr_;
+    bytes_ = other.bytes_;
+    device_ = other.device_;
+    other.ptr_ = nullptr;
+    other.bytes_ = 0;
+    other.device_ = -1;
+  }
+  return *this;
+}
+
+void Workspace::release() noexcept {
+  if (ptr_ == nullptr) return;
+  try {
+    caching().deallocate(ptr_, device_);
+  } catch (...) {
+    // deallocate only touches the cache's maps; nothing in it talks to the driver.
+  }
+  ptr_ = nullptr;
+  bytes_ = 0;
+  device_ = -1;
+}
+
+}  // namespace ember::kernels::cuda

@@ -1,20 +1,22 @@
-// ember/kernels/cuda/conv.h — 2-d convolution on CUDA: the same contract as
-// kernels/cpu/conv.h (contiguous NCHW, device pointers, asynchronous on the stream).
+// ember/kernels/cuda/conv.h — 2-d convolution on CUDA, each direction and algorithm by name (for
+// the benchmarks and tests; the op card goes through the conv family, kernels/conv.h, whose
+// contract this is: contiguous NCHW, device pointers, asynchronous on the stream).
 //
-// Three implementations (kernels/cuda/conv.cu, conv_cudnn.cu):
-//   Im2colGemm    im2col into a scratch buffer, then cuBLAS (kernels/cuda/gemm.h)
+// Three implementations, to which kernels/cuda/conv.cu routes each request:
+//   Im2colGemm    im2col into a scratch buffer, then cuBLAS (kernels/cuda/gemm.h): conv_im2col.cu
 //   ImplicitGemm  one kernel that reads the input windows straight from x while it multiplies
-//                 (no scratch buffer; written here)
-//   Cudnn         cuDNN's best algorithm, when this build has cuDNN (the reference)
+//                 (no scratch buffer; written here): conv_implicit.cu
+//   Cudnn         cuDNN's best algorithm, when this build has cuDNN (the reference): conv_cudnn.cu
 // Auto picks ember's faster native one for the shape (the rule is written in conv.cu).
 #pragma once
 
 #include "kernels/base/dtype.h"
+#include "kernels/conv.h"
 #include "kernels/conv_geometry.h"
 
 namespace ember::kernels::cuda {
 
-enum class ConvAlgo { Auto, Im2colGemm, ImplicitGemm, Cudnn };
+using kernels::ConvAlgo;
 
 void conv2d_forward(DType dtype, const ConvGeometry& g, const void* x, const void* w,
                     const void* b, void* y, ConvAlgo algo = ConvAlgo::Auto);

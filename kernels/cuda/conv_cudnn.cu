@@ -27,12 +27,13 @@
 // H200 they missed ember's float32 tolerance on the seed models' layers, bench/RESULTS.md), so
 // they belong with the other fast-math switch. EMBER_CUDNN_VERBOSE=1 prints each choice.
 //
-// Memory. Workspaces come from ember's caching allocator (a uint8 tensor per call, cached after
-// the first step; during a CUDA graph capture, from the graph's pool); the search may use up to
-// kWorkspaceLimit. Handles: one per device, created on first use (never inside a capture: warm
-// up first), bound to the calling thread's current stream at every call and never destroyed —
-// the reasons are those of the cuBLAS handles in kernels/cuda/gemm.cu. Descriptors and chosen algorithms are kept per
-// (device, dtype, TF32 switch, geometry), also for the life of the process.
+// Memory. Workspaces come from ember's caching allocator (a Workspace per call,
+// kernels/cuda/workspace.h: cached after the first step; during a CUDA graph capture, from the
+// graph's pool); the search may use up to kWorkspaceLimit. Handles: one per device, created on
+// first use (never inside a capture: warm up first), bound to the calling thread's current
+// stream at every call and never destroyed — the reasons are those of the cuBLAS handles in
+// kernels/cuda/gemm.cu. Descriptors and chosen algorithms are kept per (device, dtype, TF32
+// switch, geometry), also for the life of the process.
 //
 // Threads. One mutex covers the plan cache and each whole call: the convolution descriptor's
 // math type is set per call, and two host threads must not interleave that with each other's
@@ -58,9 +59,9 @@
 #include <map>
 #include <mutex>
 
-#include "core/cuda.h"
-#include "core/tensor.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/runtime.h"
+#include "kernels/cuda/workspace.h"
 #endif
 
 namespace ember::kernels::cuda {
@@ -98,7 +99,8 @@ constexpr int kMaxDevices = 64;
 std::atomic<cudnnHandle_t> g_handles[kMaxDevices] = {};
 std::mutex g_handles_mutex;
 
-int current_device() {
+// The current device, as an index into the handles.
+int handle_device() {
   int device = 0;
   EMBER_CUDA_CHECK(cudaGetDevice(&device));
   EMBER_CHECK_T(DeviceError, device >= 0 && device < kMaxDevices, "conv2d (cuDNN): device ",
@@ -122,11 +124,6 @@ cudnnHandle_t current_handle(int device) {
   }
   EMBER_CUDNN_CHECK(cudnnSetStream(handle, stream()));
   return handle;
-}
-
-Tensor scratch(size_t bytes, int device) {
-  return ember::empty({static_cast<int64_t>(bytes)},
-                      TensorOptions(kUInt8).device(Device::cuda(device)));
 }
 
 int to_int(int64_t v, const char* what) {
@@ -164,7 +161,7 @@ std::map<PlanKey, Plan*>& plans() {
 
 Plan& get_plan(int device, DType dtype, const ConvGeometry& g) {
   const bool f64 = dtype == DType::Float64;
-  const bool tf32 = !f64 && ember::cuda::allow_tf32();
+  const bool tf32 = !f64 && allow_tf32();
   const PlanKey key = {device, f64 ? 1 : 0, tf32 ? 1 : 0, g.N, g.C, g.H, g.W, g.K, g.R, g.S,
                        g.P, g.Q, g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dil_h, g.dil_w, 0};
   auto it = plans().find(key);
@@ -239,8 +236,8 @@ const char* pass_name(Pass pass) {
 // &returned, perf)` is the fallback. Perf is cuDNN's result struct of the pass. `exact`: no
 // tensor-op math and no transform algorithms (float32 without TF32).
 template <typename Perf, typename SizeOf, typename FindFn, typename Heuristic>
-Choice choose(int device, Pass pass, bool exact, const ConvGeometry& g, int algo_count,
-              SizeOf size_of, FindFn find, Heuristic heuristic) {
+Choice choose(Pass pass, bool exact, const ConvGeometry& g, int algo_count, SizeOf size_of,
+              FindFn find, Heuristic heuristic) {
   refuse_in_capture("a cuDNN convolution of a new shape",
                     "cuDNN's algorithm search (cudnnFind...) times every algorithm, waiting for "
                     "the GPU. Run the step eagerly at least once before capturing it (warm-up), "
@@ -272,15 +269,15 @@ Choice choose(int device, Pass pass, bool exact, const ConvGeometry& g, int algo
     if (size_of(a, &bytes) == CUDNN_STATUS_SUCCESS && bytes <= kWorkspaceLimit)
       ws_bytes = std::max(ws_bytes, bytes);
   }
-  Tensor ws;
+  Workspace ws;
   if (ws_bytes > 0) {
     try {
-      ws = scratch(ws_bytes, device);
+      ws = Workspace(ws_bytes);
     } catch (const OutOfMemoryError&) {
       ws_bytes = 0;  // search among the algorithms that need no workspace
     }
   }
-  void* ws_ptr = ws_bytes > 0 ? ws.raw_data() : nullptr;
+  void* ws_ptr = ws.data();
 
   Perf perf[16];
   const int requested = std::min(algo_count, 16);
@@ -309,14 +306,14 @@ cudnnMathType_t math_for(const Plan& plan, const Choice& c) {
 void cudnn_conv2d_forward(DType dtype, const ConvGeometry& g, const void* x, const void* w,
                           const void* b, void* y) {
   const std::lock_guard<std::mutex> lock(g_mutex);
-  const int device = current_device();
+  const int device = handle_device();
   const cudnnHandle_t h = current_handle(device);
   Plan& plan = get_plan(device, dtype, g);
   Choice& c = plan.choice[kForward];
   if (!c.found) {
     EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.math));
     c = choose<cudnnConvolutionFwdAlgoPerf_t>(
-        device, kForward, plan.math == CUDNN_FMA_MATH, g, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+        kForward, plan.math == CUDNN_FMA_MATH, g, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
         [&](int a, size_t* bytes) {
           return cudnnGetConvolutionForwardWorkspaceSize(
               h, plan.x, plan.w, plan.conv, plan.y, static_cast<cudnnConvolutionFwdAlgo_t>(a),
@@ -332,11 +329,11 @@ void cudnn_conv2d_forward(DType dtype, const ConvGeometry& g, const void* x, con
         });
   }
   const Scalars s(dtype);
-  Tensor ws = c.workspace > 0 ? scratch(c.workspace, device) : Tensor();
+  const Workspace ws(c.workspace);  // nothing for 0 bytes
   EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, math_for(plan, c)));
-  EMBER_CUDNN_CHECK(cudnnConvolutionForward(
-      h, s.one(), plan.x, x, plan.w, w, plan.conv, static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
-      c.workspace > 0 ? ws.raw_data() : nullptr, c.workspace, s.zero(), plan.y, y));
+  EMBER_CUDNN_CHECK(cudnnConvolutionForward(h, s.one(), plan.x, x, plan.w, w, plan.conv,
+                                            static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
+                                            ws.data(), c.workspace, s.zero(), plan.y, y));
   // y += b, broadcast over n, p, q.
   if (b != nullptr)
     EMBER_CUDNN_CHECK(cudnnAddTensor(h, s.one(), plan.bias, b, s.one(), plan.y, y));
@@ -345,14 +342,14 @@ void cudnn_conv2d_forward(DType dtype, const ConvGeometry& g, const void* x, con
 void cudnn_conv2d_backward_input(DType dtype, const ConvGeometry& g, const void* dy,
                                  const void* w, void* dx) {
   const std::lock_guard<std::mutex> lock(g_mutex);
-  const int device = current_device();
+  const int device = handle_device();
   const cudnnHandle_t h = current_handle(device);
   Plan& plan = get_plan(device, dtype, g);
   Choice& c = plan.choice[kBackwardData];
   if (!c.found) {
     EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.math));
     c = choose<cudnnConvolutionBwdDataAlgoPerf_t>(
-        device, kBackwardData, plan.math == CUDNN_FMA_MATH, g, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+        kBackwardData, plan.math == CUDNN_FMA_MATH, g, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
         [&](int a, size_t* bytes) {
           return cudnnGetConvolutionBackwardDataWorkspaceSize(
               h, plan.w, plan.y, plan.conv, plan.x,
@@ -369,25 +366,24 @@ void cudnn_conv2d_backward_input(DType dtype, const ConvGeometry& g, const void*
         });
   }
   const Scalars s(dtype);
-  Tensor ws = c.workspace > 0 ? scratch(c.workspace, device) : Tensor();
+  const Workspace ws(c.workspace);  // nothing for 0 bytes
   EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, math_for(plan, c)));
-  EMBER_CUDNN_CHECK(cudnnConvolutionBackwardData(
-      h, s.one(), plan.w, w, plan.y, dy, plan.conv,
-      static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), c.workspace > 0 ? ws.raw_data() : nullptr,
-      c.workspace, s.zero(), plan.x, dx));
+  EMBER_CUDNN_CHECK(cudnnConvolutionBackwardData(h, s.one(), plan.w, w, plan.y, dy, plan.conv,
+                                                 static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
+                                                 ws.data(), c.workspace, s.zero(), plan.x, dx));
 }
 
 void cudnn_conv2d_backward_weight(DType dtype, const ConvGeometry& g, const void* x,
                                   const void* dy, void* dw, void* db) {
   const std::lock_guard<std::mutex> lock(g_mutex);
-  const int device = current_device();
+  const int device = handle_device();
   const cudnnHandle_t h = current_handle(device);
   Plan& plan = get_plan(device, dtype, g);
   Choice& c = plan.choice[kBackwardFilter];
   if (!c.found) {
     EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, plan.math));
     c = choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
-        device, kBackwardFilter, plan.math == CUDNN_FMA_MATH, g, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+        kBackwardFilter, plan.math == CUDNN_FMA_MATH, g, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
         [&](int a, size_t* bytes) {
           return cudnnGetConvolutionBackwardFilterWorkspaceSize(
               h, plan.x, plan.y, plan.conv, plan.w,
@@ -405,12 +401,12 @@ void cudnn_conv2d_backward_weight(DType dtype, const ConvGeometry& g, const void
         });
   }
   const Scalars s(dtype);
-  Tensor ws = c.workspace > 0 ? scratch(c.workspace, device) : Tensor();
+  const Workspace ws(c.workspace);  // nothing for 0 bytes
   EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, math_for(plan, c)));
-  EMBER_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-      h, s.one(), plan.x, x, plan.y, dy, plan.conv,
-      static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
-      c.workspace > 0 ? ws.raw_data() : nullptr, c.workspace, s.zero(), plan.w, dw));
+  EMBER_CUDNN_CHECK(
+      cudnnConvolutionBackwardFilter(h, s.one(), plan.x, x, plan.y, dy, plan.conv,
+                                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
+                                     ws.data(), c.workspace, s.zero(), plan.w, dw));
   // db = sum of dy over n, p, q.
   if (db != nullptr)
     EMBER_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, s.one(), plan.y, dy, s.zero(), plan.bias, db));

@@ -425,7 +425,7 @@ inline int64_t images_per_chunk(int64_t N, int64_t scratch_per_image, int64_t in
 //
 // Input gradient: always im2col + cuBLAS (col2im). By the reasoning above the implicit kernel
 // should win on the transposed problem (columns C, depth K*R*S) when C is small, but the first
-// measurements on a GPU (an H200, bench/RESULTS.md "GPU check") put it 2 to 22 times behind
+// measurements on a GPU (an H200, bench/RESULTS.md "CUDA backend on a GPU") put it well behind
 // col2im + cuBLAS on every layer of the seed models: its columns are the input channels, often 1
 // to 6 of a 64-wide tile, and each of its A elements costs an output_tap lookup. With stride s it
 // would also multiply zeros for all but 1/(s_h*s_w) of the depth. ConvAlgo::ImplicitGemm still

@@ -2,7 +2,7 @@
 //
 // Dimension letters: N samples, C classes, S positions per sample; R = N * S rows. logits is a
 // contiguous [N, C, S] (row r = n * S + s holds logits[n, :, s]), target [R] int64, weight [C]
-// optional (nullptr = all ones). The math and its derivation are in kernels/cpu/cross_entropy.h;
+// optional (nullptr = all ones). The math and its derivation are in kernels/cross_entropy.h;
 // this file computes the same numbers with the same roundings where it can (the sums run in
 // double, in a different but fixed order, and CUDA's exp/log may differ from the host libm in
 // the last ulp).
@@ -15,7 +15,7 @@
 // The reduction stays on the device (no copy to the host, so the host never waits) and is
 // deterministic: a single block with a fixed assignment of rows to threads and a fixed tree
 // order, no floating-point atomics, so the same input always gives the same bits.
-#include "kernels/cuda/cross_entropy.h"
+#include "kernels/cross_entropy.h"
 
 #include <cmath>
 
@@ -229,7 +229,9 @@ __global__ void ce_backward_kernel(int64_t N, int64_t C, int64_t S, const T* __r
 
 void cross_entropy_forward(DType dtype, int64_t N, int64_t C, int64_t S, const void* logits,
                            const int64_t* target, const void* weight, int64_t ignore_index,
-                           void* loss, void* stats, int reduction, void* out, void* weight_sum) {
+                           void* loss, void* stats, CrossEntropyReduction reduction_kind, void* out,
+                           void* weight_sum) {
+  const int reduction = static_cast<int>(reduction_kind);  // 0 none, 1 sum, 2 mean
   EMBER_DISPATCH_FLOAT(dtype, "cross_entropy", [&] {
     const auto* x = static_cast<const scalar_t*>(logits);
     const auto* w = static_cast<const scalar_t*>(weight);
@@ -272,5 +274,7 @@ void cross_entropy_backward(DType dtype, int64_t N, int64_t C, int64_t S, const 
     EMBER_LAUNCH_CHECK("ce_backward_kernel");
   });
 }
+
+const CrossEntropyKernels cross_entropy_kernels = {&cross_entropy_forward, &cross_entropy_backward};
 
 }  // namespace ember::kernels::cuda

@@ -23,7 +23,7 @@
 // Integer division: the op card refuses a zero divisor before the launch (core/ops/div.cpp), and
 // the quotients come from kernels/base/scalar_math.h, shared with the CPU kernels, which never divide
 // by 0 or -1 (INT64_MIN / -1 wraps to INT64_MIN on both devices).
-#include "kernels/cuda/elementwise.h"
+#include "kernels/elementwise.h"
 
 #include <cstdint>
 #include <cstring>
@@ -559,5 +559,8 @@ void arange(DType dtype, void* out, int64_t n, double start, double step) {
     EMBER_LAUNCH_CHECK("arange_kernel");
   });
 }
+
+const ElementwiseKernels elementwise_kernels = {&unary, &binary, &compare, &where,
+                                                &copy,  &fill,   &arange};
 
 }  // namespace ember::kernels::cuda

@@ -51,14 +51,15 @@
 #include <mutex>
 #include <string>
 
-#include "core/cuda.h"
 #include "kernels/base/error.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemm_plan.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/runtime.h"
+#include "kernels/gemm.h"
 
-// ---- the TF32 switch (declared in core/cuda.h) --------------------------------------------------
-namespace ember::cuda {
+// ---- the TF32 switch (kernels/cuda/runtime.h; core/cuda.h's set_allow_tf32) --------------------
+namespace ember::kernels::cuda {
 
 namespace {
 std::atomic<bool> g_allow_tf32{false};  // exactness first: off until the user turns it on
@@ -67,7 +68,7 @@ std::atomic<bool> g_allow_tf32{false};  // exactness first: off until the user t
 void set_allow_tf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
 bool allow_tf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
 
-// ---- the backend switch (declared in core/cuda.h) ------------------------------------------------
+// ---- the backend switch (kernels/cuda/runtime.h; core/cuda.h's set_gemm_backend) ---------------
 namespace {
 #ifdef EMBER_CUDA_EMULATED
 std::atomic<GemmBackend> g_gemm_backend{GemmBackend::Ember};
@@ -85,11 +86,8 @@ void set_gemm_backend(GemmBackend backend) {
   g_gemm_backend.store(backend, std::memory_order_relaxed);
 }
 GemmBackend gemm_backend() { return g_gemm_backend.load(std::memory_order_relaxed); }
-const char* gemm_backend_name(GemmBackend backend) {
-  return backend == GemmBackend::Cublas ? "cublas" : "ember";
-}
 
-}  // namespace ember::cuda
+}  // namespace ember::kernels::cuda
 
 namespace ember::kernels::cuda {
 
@@ -212,8 +210,7 @@ void run_cublas(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N, i
   const void* beta_ptr = f64 ? static_cast<const void*>(&beta) : &beta_f;
   const cudaDataType_t type = f64 ? CUDA_R_64F : CUDA_R_32F;
   const cublasComputeType_t compute =
-      f64 ? CUBLAS_COMPUTE_64F
-          : (ember::cuda::allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+      f64 ? CUBLAS_COMPUTE_64F : (allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
 
   const BoundHandle bound;
   const cublasHandle_t handle = bound.get();
@@ -256,7 +253,7 @@ void run_gemm(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N, int
   EMBER_CHECK(batch == 1 || stride_c >= (M - 1) * ldc + N, "gemm on CUDA: the ", batch,
               " results overlap (stride_c ", stride_c, " for [", M, ", ", N, "] matrices with "
               "ldc ", ldc, ")");
-  if (ember::cuda::gemm_backend() == ember::cuda::GemmBackend::Ember) {
+  if (gemm_backend() == GemmBackend::Ember) {
     gemm_tiled(dtype, trans_a, trans_b, M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta,
                c, ldc, stride_c, batch);
     return;
@@ -284,5 +281,7 @@ void gemm_batched(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N,
   run_gemm(dtype, trans_a, trans_b, M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c,
            ldc, stride_c, batch);
 }
+
+const GemmKernels gemm_kernels = {&gemm, &gemm_batched};
 
 }  // namespace ember::kernels::cuda

@@ -1,5 +1,6 @@
-// ember/kernels/cuda/graph.cu — CUDA graphs (core/cuda_graph.h) and the per-thread current
-// stream every launcher queues its work on (kernels/cuda/launch.cuh).
+// ember/kernels/cuda/graph.cu — CUDA graphs (core/cuda_graph.h's CUDAGraph, reached through the
+// DeviceRuntime table, kernels/device_runtime.h) and the per-thread current stream every
+// launcher queues its work on (kernels/cuda/launch.cuh).
 //
 // A capture, step by step:
 //
@@ -28,35 +29,32 @@
 #include <string>
 #include <thread>
 
-#include "core/cuda.h"
-#include "core/cuda_graph.h"
 #include "kernels/base/error.h"
 #include "kernels/cuda/graph_pool.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/runtime.h"
+#include "kernels/device_runtime.h"
 
-namespace ember {
+namespace ember::kernels {
 
-namespace cuda {
-
-struct CUDAGraph::Impl {
+// One CUDAGraph's state (core/cuda_graph.h holds a pointer to it).
+struct DeviceGraph {
   int device = -1;
   cudaStream_t side = nullptr;      // the stream captures run on, created on the first capture
   cudaGraphExec_t exec = nullptr;   // the instantiated graph (nullptr: nothing captured)
-  detail::GraphPool* pool = nullptr;
+  cuda::GraphPool* pool = nullptr;
   bool capturing = false;
   std::thread::id thread;           // the capturing thread
   int64_t nodes = 0;
 };
 
-}  // namespace cuda
-
-namespace kernels::cuda {
+namespace cuda {
 
 namespace {
 
 // This thread's capture, if it is capturing: the graph, its side stream and device.
 struct CaptureState {
-  const void* graph = nullptr;  // the CUDAGraph::Impl capturing
+  const DeviceGraph* graph = nullptr;  // the graph capturing
   cudaStream_t stream = nullptr;
   int device = -1;
 };
@@ -83,10 +81,6 @@ void refuse_in_capture(const char* what, const char* advice) {
   throw DeviceError(std::string(what) + " during CUDA graph capture: " + advice);
 }
 
-}  // namespace kernels::cuda
-
-namespace cuda {
-
 namespace {
 
 // Makes `waiter` wait for the work queued so far on `producer` (an event between them).
@@ -101,25 +95,26 @@ void order_after(cudaStream_t waiter, cudaStream_t producer) {
 
 }  // namespace
 
-CUDAGraph::CUDAGraph() : impl_(std::make_unique<Impl>()) {}
+DeviceGraph* graph_create() { return new DeviceGraph(); }
 
-CUDAGraph::~CUDAGraph() {
+void graph_destroy(DeviceGraph* g) noexcept {
+  if (g == nullptr) return;
   try {
-    if (impl_->capturing) abandon_capture();
-    reset();
-    if (impl_->side != nullptr) {
-      DeviceGuard guard(impl_->device);
-      cudaStreamDestroy(impl_->side);
+    if (g->capturing) graph_abandon_capture(g);
+    graph_reset(g);
+    if (g->side != nullptr) {
+      DeviceGuard guard(g->device);
+      cudaStreamDestroy(g->side);
     }
   } catch (...) {
     // The runtime may already be shutting down (a graph in a static object); the driver
     // reclaims everything at exit.
   }
   cudaGetLastError();
+  delete g;
 }
 
-void CUDAGraph::capture_begin() {
-  using kernels::cuda::tls_capture;
+void graph_capture_begin(DeviceGraph* g) {
   if (!is_available()) {
     throw DeviceError(std::string("CUDAGraph::capture_begin: no CUDA device is usable (") +
                       unavailable_reason() + "); CUDA graphs need a GPU (or the emulation "
@@ -129,67 +124,66 @@ void CUDAGraph::capture_begin() {
                 "CUDAGraph::capture_begin: this thread is already capturing a CUDA graph, and "
                 "captures do not nest. End the first one (capture_end) before beginning another; "
                 "to run one graph inside another's step, replay it after both captures");
-  EMBER_CHECK_T(DeviceError, impl_->exec == nullptr,
-                "CUDAGraph::capture_begin: this graph already holds a capture (", impl_->nodes,
+  EMBER_CHECK_T(DeviceError, g->exec == nullptr,
+                "CUDAGraph::capture_begin: this graph already holds a capture (", g->nodes,
                 " nodes). Call reset() to drop it before capturing again, or use another "
                 "CUDAGraph");
   const int device = current_device();
-  std::string why;
+  const char* why = "";
   if (!device_supported(device, &why)) throw DeviceError(why);
   DeviceGuard guard(device);
-  if (impl_->side == nullptr || impl_->device != device) {
-    if (impl_->side != nullptr) {
-      DeviceGuard old(impl_->device);
-      cudaStreamDestroy(impl_->side);
-      impl_->side = nullptr;
+  if (g->side == nullptr || g->device != device) {
+    if (g->side != nullptr) {
+      DeviceGuard old(g->device);
+      cudaStreamDestroy(g->side);
+      g->side = nullptr;
     }
-    EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->side, cudaStreamNonBlocking));
+    EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&g->side, cudaStreamNonBlocking));
   }
-  impl_->device = device;
+  g->device = device;
   // The capture records, it runs nothing; still, whatever the recorded work's first replay
   // reads was written by eager work queued before this point, on the legacy stream. Making the
   // side stream wait for it states that order, as PyTorch's capture does with a synchronize.
-  order_after(impl_->side, 0);
+  order_after(g->side, 0);
 
-  impl_->pool = detail::create_graph_pool(device);
-  detail::begin_allocating_to(impl_->pool);
-  tls_capture = {impl_.get(), impl_->side, device};
-  const cudaError_t err = cudaStreamBeginCapture(impl_->side, cudaStreamCaptureModeThreadLocal);
+  g->pool = create_graph_pool(device);
+  begin_allocating_to(g->pool);
+  tls_capture = {g, g->side, device};
+  const cudaError_t err = cudaStreamBeginCapture(g->side, cudaStreamCaptureModeThreadLocal);
   if (err != cudaSuccess) {
     tls_capture = {};
-    detail::end_allocating_to();
-    detail::release_graph_pool(impl_->pool);
-    impl_->pool = nullptr;
+    end_allocating_to();
+    release_graph_pool(g->pool);
+    g->pool = nullptr;
     EMBER_CUDA_CHECK(err);
   }
-  impl_->capturing = true;
-  impl_->thread = std::this_thread::get_id();
+  g->capturing = true;
+  g->thread = std::this_thread::get_id();
 }
 
-void CUDAGraph::capture_end() {
-  using kernels::cuda::tls_capture;
-  EMBER_CHECK_T(DeviceError, impl_->capturing,
+void graph_capture_end(DeviceGraph* g) {
+  EMBER_CHECK_T(DeviceError, g->capturing,
                 "CUDAGraph::capture_end: this graph is not capturing; call capture_begin() "
                 "first (or use cuda::capture(graph, step))");
-  EMBER_CHECK_T(DeviceError, impl_->thread == std::this_thread::get_id(),
+  EMBER_CHECK_T(DeviceError, g->thread == std::this_thread::get_id(),
                 "CUDAGraph::capture_end: called on another thread than capture_begin(); a "
                 "capture is ended by the thread that began it");
-  DeviceGuard guard(impl_->device);
+  DeviceGuard guard(g->device);
   cudaGraph_t graph = nullptr;
-  const cudaError_t end = cudaStreamEndCapture(impl_->side, &graph);
+  const cudaError_t end = cudaStreamEndCapture(g->side, &graph);
   // Whatever CUDA says, this thread is no longer capturing.
   tls_capture = {};
-  detail::end_allocating_to();
-  impl_->capturing = false;
+  end_allocating_to();
+  g->capturing = false;
   if (end != cudaSuccess || graph == nullptr) {
     if (graph != nullptr) cudaGraphDestroy(graph);
-    detail::release_graph_pool(impl_->pool);
-    impl_->pool = nullptr;
-    kernels::cuda::check_error(end != cudaSuccess ? end : cudaErrorUnknown,
-                               "cudaStreamEndCapture (the capture was invalidated by a call CUDA "
-                               "does not allow in a capture, made by something ember does not "
-                               "check; the graph is empty: remove that call and capture again)",
-                               __FILE__, __LINE__);
+    release_graph_pool(g->pool);
+    g->pool = nullptr;
+    check_error(end != cudaSuccess ? end : cudaErrorUnknown,
+                "cudaStreamEndCapture (the capture was invalidated by a call CUDA does not allow "
+                "in a capture, made by something ember does not check; the graph is empty: "
+                "remove that call and capture again)",
+                __FILE__, __LINE__);
   }
   size_t nodes = 0;
   cudaGraphGetNodes(graph, nullptr, &nodes);
@@ -197,84 +191,72 @@ void CUDAGraph::capture_end() {
   const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);  // the executable graph is a copy of its own
   if (inst != cudaSuccess) {
-    detail::release_graph_pool(impl_->pool);
-    impl_->pool = nullptr;
+    release_graph_pool(g->pool);
+    g->pool = nullptr;
     EMBER_CUDA_CHECK(inst);
   }
-  impl_->exec = exec;
-  impl_->nodes = static_cast<int64_t>(nodes);
-  order_after(0, impl_->side);
+  g->exec = exec;
+  g->nodes = static_cast<int64_t>(nodes);
+  order_after(0, g->side);
 }
 
-void CUDAGraph::abandon_capture() {
-  using kernels::cuda::tls_capture;
-  if (!impl_->capturing) return;
-  EMBER_CHECK_T(DeviceError, impl_->thread == std::this_thread::get_id(),
+void graph_abandon_capture(DeviceGraph* g) {
+  if (!g->capturing) return;
+  EMBER_CHECK_T(DeviceError, g->thread == std::this_thread::get_id(),
                 "CUDAGraph::abandon_capture: called on another thread than capture_begin()");
-  DeviceGuard guard(impl_->device);
+  DeviceGuard guard(g->device);
   cudaGraph_t graph = nullptr;
-  if (cudaStreamEndCapture(impl_->side, &graph) == cudaSuccess && graph != nullptr)
+  if (cudaStreamEndCapture(g->side, &graph) == cudaSuccess && graph != nullptr)
     cudaGraphDestroy(graph);
   cudaGetLastError();  // an invalidated capture ends with an error: expected here
   tls_capture = {};
-  detail::end_allocating_to();
-  impl_->capturing = false;
-  detail::release_graph_pool(impl_->pool);
-  impl_->pool = nullptr;
+  end_allocating_to();
+  g->capturing = false;
+  release_graph_pool(g->pool);
+  g->pool = nullptr;
 }
 
-void CUDAGraph::replay() {
-  EMBER_CHECK_T(DeviceError, impl_->exec != nullptr,
+void graph_replay(DeviceGraph* g) {
+  EMBER_CHECK_T(DeviceError, g->exec != nullptr,
                 "CUDAGraph::replay: this graph holds no capture (it was never captured, its "
                 "capture failed, or reset() dropped it). Capture a step first: "
                 "cuda::capture(graph, step), or capture_begin() ... capture_end()");
-  kernels::cuda::refuse_in_capture(
-      "CUDAGraph::replay()", "a graph launched inside a capture would be recorded, not run. "
-      "Replay after capture_end()");
-  DeviceGuard guard(impl_->device);
-  EMBER_CUDA_CHECK(cudaGraphLaunch(impl_->exec, kernels::cuda::stream()));
+  refuse_in_capture("CUDAGraph::replay()", "a graph launched inside a capture would be recorded, "
+                                           "not run. Replay after capture_end()");
+  DeviceGuard guard(g->device);
+  EMBER_CUDA_CHECK(cudaGraphLaunch(g->exec, stream()));
 }
 
-void CUDAGraph::reset() {
-  EMBER_CHECK_T(DeviceError, !impl_->capturing,
+void graph_reset(DeviceGraph* g) {
+  EMBER_CHECK_T(DeviceError, !g->capturing,
                 "CUDAGraph::reset: the graph is capturing; end the capture (capture_end or "
                 "abandon_capture) first");
-  if (impl_->exec != nullptr) {
-    DeviceGuard guard(impl_->device);
+  if (g->exec != nullptr) {
+    DeviceGuard guard(g->device);
     // A replay still running keeps its graph until it finishes (cudaGraphExecDestroy does not
     // wait), and the pool's blocks go only to work queued after it on the same stream.
-    cudaGraphExecDestroy(impl_->exec);
+    cudaGraphExecDestroy(g->exec);
     cudaGetLastError();
-    impl_->exec = nullptr;
+    g->exec = nullptr;
   }
-  detail::release_graph_pool(impl_->pool);
-  impl_->pool = nullptr;
-  impl_->nodes = 0;
+  release_graph_pool(g->pool);
+  g->pool = nullptr;
+  g->nodes = 0;
 }
 
-bool CUDAGraph::captured() const { return impl_->exec != nullptr; }
-bool CUDAGraph::capturing() const { return impl_->capturing; }
-int CUDAGraph::device() const { return impl_->device; }
-int64_t CUDAGraph::num_nodes() const { return impl_->nodes; }
-int64_t CUDAGraph::pool_reserved() const {
-  return impl_->pool ? detail::graph_pool_reserved(impl_->pool) : 0;
-}
-bool CUDAGraph::pool_owns(const void* ptr) const {
-  return impl_->pool != nullptr && detail::graph_pool_owns(impl_->pool, ptr);
-}
-
-void capture(CUDAGraph& graph, const std::function<void()>& step) {
-  graph.capture_begin();
-  try {
-    step();
-  } catch (...) {
-    graph.abandon_capture();
-    throw;
-  }
-  graph.capture_end();
+GraphInfo graph_info(const DeviceGraph* g) {
+  GraphInfo info;
+  info.captured = g->exec != nullptr;
+  info.capturing = g->capturing;
+  info.device = g->device;
+  info.nodes = g->nodes;
+  info.pool_reserved = g->pool ? graph_pool_reserved(g->pool) : 0;
+  return info;
 }
 
-bool is_capturing() { return kernels::cuda::capturing(); }
+bool graph_pool_owns(const DeviceGraph* g, const void* ptr) {
+  return g->pool != nullptr && graph_pool_owns(g->pool, ptr);
+}
 
 }  // namespace cuda
-}  // namespace ember
+}  // namespace ember::kernels

@@ -12,11 +12,14 @@
 // and at any later time, a pool block whose tensor dies goes back to the pool, not to the
 // general cache. The pool is released by reset(): its free blocks join the general cache, and
 // its live blocks become ordinary ones (returned to the general cache when their tensors die).
+//
+// (The pool lives on the kernels side, beside the allocator; core/cuda_graph.h only sees a
+// graph's pool through the DeviceRuntime table: pool_reserved(), pool_owns().)
 #pragma once
 
 #include <cstdint>
 
-namespace ember::cuda::detail {
+namespace ember::kernels::cuda {
 
 struct GraphPool;  // defined in kernels/cuda/allocator.cu
 
@@ -32,4 +35,4 @@ int64_t graph_pool_reserved(const GraphPool* pool);     // bytes of the blocks t
 bool graph_pool_owns(const GraphPool* pool, const void* ptr);  // ptr inside one of its blocks?
 int captures_underway();  // in the whole process
 
-}  // namespace ember::cuda::detail
+}  // namespace ember::kernels::cuda

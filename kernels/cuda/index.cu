@@ -1,7 +1,7 @@
 // ember/kernels/cuda/index.cu — moving elements by an int64 index on the GPU: gather,
 // scatter_add, index_select, index_add, and the range check the op cards run first.
 //
-// Layouts and semantics are kernels/cpu/index.h's:
+// Layouts and semantics are kernels/index.h's:
 //   gather       out[.., j, ..] = in[.., index[.., j, ..], ..]    (j along dim d, per "line")
 //   scatter_add  out[.., index[.., j, ..], ..] += src[.., j, ..]
 //   index_select out[o, i, :] = in[o, index[i], :]                ([outer, size, inner] view)
@@ -15,7 +15,7 @@
 // bits as the CPU kernels (the same additions in the same order), and works for every numeric
 // dtype (there is no 8-bit atomicAdd). The price is less parallelism than one thread per
 // source element; each kernel's comment says where that shows.
-#include "kernels/cuda/index.h"
+#include "kernels/index.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -302,5 +302,8 @@ void index_add(DType dtype, int64_t outer, int64_t size, int64_t inner, void* ou
     EMBER_LAUNCH_CHECK("index_add_kernel");
   });
 }
+
+const IndexKernels index_kernels = {&first_out_of_range, &gather, &scatter_add, &index_select,
+                                    &index_add};
 
 }  // namespace ember::kernels::cuda

@@ -21,7 +21,7 @@
 //  * Adam's square root is the correctly rounded IEEE one on both devices.
 // A CPU build without FMA (EMBER_NATIVE=OFF on an old target, or Clang) computes axpy as a
 // separate multiply and add and may then differ from these kernels in the last ulp.
-#include "kernels/cuda/optim.h"
+#include "kernels/optim.h"
 
 #include <cmath>
 
@@ -286,5 +286,7 @@ void adam_step(DType dtype, const ParamList& list, const std::vector<void*>& exp
     });
   });
 }
+
+const OptimKernels optim_kernels = {&sgd_step, &adam_step};
 
 }  // namespace ember::kernels::cuda

@@ -1,5 +1,5 @@
 // ember/kernels/cuda/pool.cu — 2-d max and average pooling on the GPU, forward and backward,
-// contiguous NCHW (the contract is kernels/cuda/pool.h; the CPU twin is kernels/cpu/pool.cpp).
+// contiguous NCHW (the contract is kernels/pool.h; the CPU twin is kernels/cpu/pool.cpp).
 //
 // Dimension letters: N batch, C channels, H x W input plane, P x Q output plane,
 // kh x kw kernel, sh / sw stride, ph / pw padding. The N*C planes are independent; output
@@ -23,7 +23,7 @@
 // order as the CPU kernels: the same bits on every run and on both devices. The outputs that
 // can cover input row h are p in [ceil((h + ph - kh + 1) / sh), floor((h + ph) / sh)]: at most
 // ceil(kh / sh) of them (columns likewise), so a thread does little work.
-#include "kernels/cuda/pool.h"
+#include "kernels/pool.h"
 
 #include <cstdint>
 
@@ -220,5 +220,8 @@ void avg_pool2d_backward(DType dtype, const PoolGeometry& g, const void* dy, voi
     EMBER_LAUNCH_CHECK("avg_pool2d_backward_kernel");
   });
 }
+
+const PoolKernels pool_kernels = {&max_pool2d_forward, &max_pool2d_backward, &avg_pool2d_forward,
+                                  &avg_pool2d_backward};
 
 }  // namespace ember::kernels::cuda

@@ -17,7 +17,7 @@
 //    bits (a float result, rounded from the double, almost never). Compare normal with a
 //    tolerance.
 //  * randint: integer arithmetic only (64 random bits modulo the range): bit-identical.
-#include "kernels/cuda/random.h"
+#include "kernels/random.h"
 
 #include "kernels/cuda/launch.cuh"
 #include "kernels/base/philox.h"
@@ -119,5 +119,7 @@ void randint(int64_t* out, int64_t n, uint64_t seed, uint64_t offset, int64_t lo
   EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), randint_kernel)(out, n, seed, offset, low, range);
   EMBER_LAUNCH_CHECK("randint_kernel");
 }
+
+const RandomKernels random_kernels = {&uniform, &normal, &randint};
 
 }  // namespace ember::kernels::cuda

@@ -2,7 +2,7 @@
 // of a contiguous [outer, r, inner] block, and the backward of prod and max/min.
 //
 // Element (o, j, k) sits at (o * r + j) * inner + k; output (o, k) at o * inner + k and reduces
-// over j. The rules are the CPU's (kernels/cpu/reduce.h): sums accumulate in double (int64 for
+// over j. The rules are the CPU's (kernels/reduce.h): sums accumulate in double (int64 for
 // integer dtypes) and are then scaled and converted; max/min ties go to the first j; NaN wins
 // for max and min alike, and its index is the first NaN's.
 //
@@ -33,7 +33,7 @@
 // module) rather than memory asked from the allocator per call; kMaxPartials bounds the splits.
 // Pass 1 and pass 2 of a reduction are queued back to back on ember's single in-order stream,
 // under a host mutex so that two host threads cannot interleave their passes on that buffer.
-#include "kernels/cuda/reduce.h"
+#include "kernels/reduce.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -437,7 +437,7 @@ void run_reduction(const R& red, const typename R::elem_t* in, int64_t outer, in
 // One thread per output (o, k), grid-stride: pass 1 writes the prefix products prod_{i < j} in[i]
 // into grad_in[j]; pass 2 walks back with the suffix product s = prod_{i > j} in[i] and writes
 // grad_in[j] = prefix * s * grad[o, k] — the product of the other elements, with no division, so
-// zeros in the slice are exact (as kernels/cpu/reduce.h describes). Accumulated in double.
+// zeros in the slice are exact (as kernels/reduce.h describes). Accumulated in double.
 // Memory: for inner > 1 consecutive threads own consecutive k, so each step of the walk reads
 // and writes 32 consecutive elements per warp (coalesced); for inner == 1 each thread walks its
 // own row (strided across the warp, cached in L1/L2 between the passes). No shared memory.
@@ -537,5 +537,8 @@ void reduce_max_min_backward(DType dtype, int64_t outer, int64_t r, int64_t inne
     EMBER_LAUNCH_CHECK("max_min_backward_kernel");
   });
 }
+
+const ReduceKernels reduce_kernels = {&reduce_sum, &reduce_prod, &reduce_prod_backward,
+                                      &reduce_max_min, &reduce_max_min_backward};
 
 }  // namespace ember::kernels::cuda

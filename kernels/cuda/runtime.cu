@@ -7,26 +7,27 @@
 //
 // Also here: the error check every launcher uses (launch.cuh), the current device and its RAII
 // guard, device properties for examples/device_query, whether this build carries code for a
-// GPU, and byte copies between host, pinned host and device memory.
+// GPU, and byte copies between host, pinned host and device memory. At the bottom: the
+// DeviceRuntime table (kernels/device_runtime.h) through which core/cuda.cpp reaches all of it,
+// the allocator (allocator.cu), the matmul switches (gemm.cu) and CUDA graphs (graph.cu).
 #include <cuda_runtime.h>
 
-#include <cstring>
+#include <cstdio>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "core/cuda.h"
-#include "kernels/base/error.h"
 #include "ember_cuda_build_info.h"  // generated: EMBER_CUDA_ARCHITECTURES
+#include "kernels/base/error.h"
 #include "kernels/cuda/graph_pool.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/runtime.h"
+#include "kernels/device_runtime.h"
 #ifdef EMBER_CUDA_EMULATED
 #include "kernels/emulator/emulator.h"
 #endif
 
-namespace ember {
-
-namespace kernels::cuda {
+namespace ember::kernels::cuda {
 
 void check_error(cudaError_t err, const char* what, const char* file, int line) {
   if (err == cudaSuccess) return;
@@ -48,16 +49,11 @@ void check_error(cudaError_t err, const char* what, const char* file, int line) 
     throw OutOfMemoryError(msg + ": free tensors you no longer need or use smaller batches");
   }
   if (err == cudaErrorNoKernelImageForDevice) {
-    throw DeviceError(msg + ": ember was built for CUDA architectures " +
-                      ::ember::cuda::built_architectures() +
+    throw DeviceError(msg + ": ember was built for CUDA architectures " + built_architectures() +
                       "; rebuild with -DCMAKE_CUDA_ARCHITECTURES=<this GPU's sm>");
   }
   throw DeviceError(msg);
 }
-
-}  // namespace kernels::cuda
-
-namespace cuda {
 
 namespace {
 
@@ -80,6 +76,16 @@ const Probe& probe() {
   return p;
 }
 
+// A kernel that does nothing: asking the runtime for its attributes tells whether this build
+// has code (a binary for the GPU's architecture, or PTX it can compile) for the device.
+__global__ void ember_probe_kernel() {}
+
+}  // namespace
+
+bool is_available() { return probe().count > 0; }
+int device_count() { return probe().count; }
+const char* unavailable_reason() { return probe().count > 0 ? "" : probe().reason.c_str(); }
+
 void require_gpu(const char* what) {
   if (!is_available()) {
     throw DeviceError(std::string(what) + ": no CUDA device is usable: " + probe().reason +
@@ -87,7 +93,7 @@ void require_gpu(const char* what) {
   }
 }
 
-void check_index(int index, const char* what) {
+void check_device(int index, const char* what) {
   require_gpu(what);
   if (index < 0 || index >= device_count()) {
     throw DeviceError(std::string(what) + ": cuda:" + std::to_string(index) +
@@ -97,22 +103,6 @@ void check_index(int index, const char* what) {
   }
 }
 
-// A kernel that does nothing: asking the runtime for its attributes tells whether this build
-// has code (a binary for the GPU's architecture, or PTX it can compile) for the device.
-__global__ void ember_probe_kernel() {}
-
-}  // namespace
-
-bool is_built() { return true; }
-#ifdef EMBER_CUDA_EMULATED
-bool is_emulated() { return true; }
-#else
-bool is_emulated() { return false; }
-#endif
-bool is_available() { return probe().count > 0; }
-int device_count() { return probe().count; }
-const char* unavailable_reason() { return probe().count > 0 ? "" : probe().reason.c_str(); }
-
 int current_device() {
   require_gpu("cuda::current_device");
   int d = 0;
@@ -121,17 +111,30 @@ int current_device() {
 }
 
 void set_device(int index) {
-  check_index(index, "cuda::set_device");
+  check_device(index, "cuda::set_device");
   EMBER_CUDA_CHECK(cudaSetDevice(index));
+}
+
+int exchange_device(int index) {
+  check_device(index, "cuda::DeviceGuard");
+  int current = 0;
+  EMBER_CUDA_CHECK(cudaGetDevice(&current));
+  if (current != index) EMBER_CUDA_CHECK(cudaSetDevice(index));
+  return current;
+}
+
+void restore_device(int previous) noexcept {
+  int current = 0;
+  if (cudaGetDevice(&current) == cudaSuccess && current != previous) cudaSetDevice(previous);
 }
 
 void synchronize(int index) {
   require_gpu("cuda::synchronize");
-  kernels::cuda::refuse_in_capture(
+  refuse_in_capture(
       "cuda::synchronize()", "the captured work is recorded, not run, so there is nothing to wait "
       "for, and CUDA would invalidate the capture. Synchronize after capture_end(), or after "
       "replay() to wait for a replay");
-  EMBER_CHECK_T(DeviceError, detail::captures_underway() == 0,
+  EMBER_CHECK_T(DeviceError, captures_underway() == 0,
                 "cuda::synchronize() while another thread captures a CUDA graph: waiting for the "
                 "whole device would invalidate that capture. Synchronize once its capture_end() "
                 "has returned");
@@ -139,54 +142,28 @@ void synchronize(int index) {
   EMBER_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-DeviceGuard::DeviceGuard(int index) {
-  if (index < 0) return;
-  check_index(index, "cuda::DeviceGuard");
-  int current = 0;
-  EMBER_CUDA_CHECK(cudaGetDevice(&current));
-  previous_ = current;
-  if (current != index) EMBER_CUDA_CHECK(cudaSetDevice(index));
-}
-
-DeviceGuard::DeviceGuard(Device device) : DeviceGuard(device.is_cuda() ? resolve(device).index : -1) {}
-
-DeviceGuard::~DeviceGuard() {
-  if (previous_ < 0) return;
-  int current = 0;
-  if (cudaGetDevice(&current) == cudaSuccess && current != previous_) cudaSetDevice(previous_);
-}
-
-Device resolve(Device device) {
-  if (!device.is_cuda()) return device;
-  require_gpu(("cannot place a tensor on " + device.str()).c_str());
-  if (device.index < 0) return Device::cuda(current_device());
-  check_index(device.index, ("placing a tensor on " + device.str()).c_str());
-  return device;
-}
-
-DeviceProperties get_device_properties(int index) {
-  check_index(index, "cuda::get_device_properties");
+void get_properties(int index, DeviceProperties* out) {
+  check_device(index, "cuda::get_device_properties");
   cudaDeviceProp p{};
   EMBER_CUDA_CHECK(cudaGetDeviceProperties(&p, index));
-  DeviceProperties out;
-  out.name = p.name;
-  out.major = p.major;
-  out.minor = p.minor;
-  out.total_memory = p.totalGlobalMem;
-  out.multiprocessor_count = p.multiProcessorCount;
+  *out = DeviceProperties{};
+  std::snprintf(out->name, sizeof(out->name), "%s", p.name);
+  out->major = p.major;
+  out->minor = p.minor;
+  out->total_memory = p.totalGlobalMem;
+  out->multiprocessor_count = p.multiProcessorCount;
   // Clock rates left cudaDeviceProp in CUDA 13; the attribute API has them on every version.
-  cudaDeviceGetAttribute(&out.clock_rate_khz, cudaDevAttrClockRate, index);
-  cudaDeviceGetAttribute(&out.memory_clock_rate_khz, cudaDevAttrMemoryClockRate, index);
-  cudaDeviceGetAttribute(&out.memory_bus_width, cudaDevAttrGlobalMemoryBusWidth, index);
+  cudaDeviceGetAttribute(&out->clock_rate_khz, cudaDevAttrClockRate, index);
+  cudaDeviceGetAttribute(&out->memory_clock_rate_khz, cudaDevAttrMemoryClockRate, index);
+  cudaDeviceGetAttribute(&out->memory_bus_width, cudaDevAttrGlobalMemoryBusWidth, index);
   cudaGetLastError();  // an attribute a driver does not know leaves 0, not an error
-  out.l2_cache_size = static_cast<size_t>(p.l2CacheSize);
-  out.shared_memory_per_block = p.sharedMemPerBlock;
-  out.max_threads_per_block = p.maxThreadsPerBlock;
-  out.warp_size = p.warpSize;
-  char bus[64] = {};
-  if (cudaDeviceGetPCIBusId(bus, sizeof(bus), index) == cudaSuccess) out.pci_bus_id = bus;
+  out->l2_cache_size = static_cast<size_t>(p.l2CacheSize);
+  out->shared_memory_per_block = p.sharedMemPerBlock;
+  out->max_threads_per_block = p.maxThreadsPerBlock;
+  out->warp_size = p.warpSize;
+  if (cudaDeviceGetPCIBusId(out->pci_bus_id, sizeof(out->pci_bus_id), index) != cudaSuccess)
+    out->pci_bus_id[0] = '\0';
   cudaGetLastError();
-  return out;
 }
 
 int driver_version() {
@@ -218,9 +195,10 @@ const char* built_architectures() {
   return archs.c_str();
 }
 
-bool device_supported(int index, std::string* why) {
-  check_index(index, "cuda::device_supported");
-  // Asked once per device: the answer cannot change while the process runs.
+bool device_supported(int index, const char** why) {
+  check_device(index, "cuda::device_supported");
+  // Asked once per device: the answer cannot change while the process runs. The reasons are
+  // written once each and never move (the vector is sized once), so *why stays valid.
   static std::mutex mu;
   static std::vector<int> answers;  // -1 unknown, 0 no, 1 yes
   static std::vector<std::string> reasons;
@@ -247,27 +225,23 @@ bool device_supported(int index, std::string* why) {
                        " (or add " + sm + " to the list), or use device \"cpu\"";
     }
   }
-  if (why) *why = reasons[index];
+  if (why) *why = reasons[index].c_str();
   return answers[index] == 1;
 }
 
-void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t n,
+void copy_bytes(void* dst, const void* src, size_t n, CopyKind kind, int device,
                 bool non_blocking) {
   if (n == 0) return;
-  if (dst_device.is_cpu() && src_device.is_cpu()) {
-    std::memcpy(dst, src, n);
-    return;
-  }
   // A graph holds device work only: a copy from the host would copy the bytes the host buffer
   // held at capture time again at every replay (or, from pageable memory, cannot be captured),
   // and a copy to the host would need the host to wait for work that is only being recorded.
-  if (dst_device.is_cpu()) {
-    kernels::cuda::refuse_in_capture(
+  if (kind == CopyKind::DeviceToHost) {
+    refuse_in_capture(
         "copying a CUDA tensor to the CPU (.item(), .cpu(), .to(\"cpu\"), printing it)",
         "the captured work is recorded, not run, so there is no value to read yet. Keep the "
         "tensor (e.g. the loss) and read it after replay(): graph.replay(); loss.item()");
-  } else if (src_device.is_cpu()) {
-    kernels::cuda::refuse_in_capture(
+  } else if (kind == CopyKind::HostToDevice) {
+    refuse_in_capture(
         "copying CPU data to a CUDA tensor",
         "a graph cannot read host memory that changes between replays. Copy each new batch "
         "into the graph's static input tensor outside the capture (static_x.copy_(batch) before "
@@ -275,15 +249,65 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   }
   // Unified addressing lets the runtime tell host from device pointers (cudaMemcpyDefault), and
   // a copy between two GPUs goes peer to peer. The copy is queued on the GPU's stream, behind the
-  // kernels that produce its source; the device side decides which GPU's stream that is.
-  DeviceGuard guard(src_device.is_cuda() ? src_device : dst_device);
-  EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, kernels::cuda::stream()));
+  // kernels that produce its source; the caller names the GPU (the source's, when both are).
+  DeviceGuard guard(device);
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, stream()));
   // A device-to-device copy stays asynchronous like any kernel. A copy that involves the host
   // waits, unless the caller asked for non_blocking (which Tensor::to only passes with pinned
   // host memory): the host may read or reuse its buffer as soon as this returns.
-  const bool involves_host = dst_device.is_cpu() || src_device.is_cpu();
-  if (involves_host && !non_blocking) EMBER_CUDA_CHECK(cudaStreamSynchronize(kernels::cuda::stream()));
+  const bool involves_host = kind != CopyKind::DeviceToDevice;
+  if (involves_host && !non_blocking) EMBER_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
 
-}  // namespace cuda
-}  // namespace ember
+// ---- the table (kernels/device_runtime.h), in the order of its fields -------------------------
+#ifdef EMBER_CUDA_EMULATED
+constexpr bool kEmulated = true;
+#else
+constexpr bool kEmulated = false;
+#endif
+
+const DeviceRuntime device_runtime = {
+    kEmulated,
+    // devices (this file)
+    device_count,
+    unavailable_reason,
+    require_gpu,
+    check_device,
+    current_device,
+    set_device,
+    exchange_device,
+    restore_device,
+    synchronize,
+    get_properties,
+    driver_version,
+    runtime_version,
+    built_architectures,
+    device_supported,
+    copy_bytes,
+    // memory (allocator.cu)
+    device_alloc,
+    device_free,
+    pinned_alloc,
+    pinned_free,
+    memory_stats,
+    reset_peak_memory_stats,
+    empty_cache,
+    // matmul switches (gemm.cu)
+    set_gemm_backend,
+    gemm_backend,
+    set_allow_tf32,
+    allow_tf32,
+    // CUDA graphs (graph.cu)
+    graph_create,
+    graph_destroy,
+    graph_capture_begin,
+    graph_capture_end,
+    graph_abandon_capture,
+    graph_replay,
+    graph_reset,
+    graph_info,
+    graph_pool_owns,
+    capturing,
+};
+
+}  // namespace ember::kernels::cuda

@@ -2,7 +2,7 @@
 // [outer, D, inner] block, forward and fused backward.
 //
 // Element (o, j, k) sits at (o * D + j) * inner + k. The math is written out in
-// kernels/cpu/softmax.h; this file computes the same expressions with the same types: the max
+// kernels/softmax.h; this file computes the same expressions with the same types: the max
 // in the element type, exp in the element type (expf / exp, the precise functions), sums in
 // double, and the final expression in double before the conversion back. The sums run in a
 // different (but fixed) order than on the CPU, so results agree to rounding, and repeat
@@ -12,7 +12,7 @@
 //   softmax_rows_kernel / softmax_backward_rows_kernel        inner == 1: each softmax is one
 //       contiguous row of D elements; a warp per row for D <= kWarpRowMax, else a block per row.
 //   softmax_columns_kernel / softmax_backward_columns_kernel  inner > 1: one thread per (o, k).
-#include "kernels/cuda/softmax.h"
+#include "kernels/softmax.h"
 
 #include <cstdint>
 
@@ -249,5 +249,7 @@ void softmax_backward(DType dtype, bool log, int64_t outer, int64_t D, int64_t i
     }
   });
 }
+
+const SoftmaxKernels softmax_kernels = {&softmax_forward, &softmax_backward};
 
 }  // namespace ember::kernels::cuda

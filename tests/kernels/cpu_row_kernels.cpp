@@ -1,6 +1,6 @@
 // The row loops of the CPU convolution and pooling kernels, exactly:
-//   - conv (kernels/cpu/conv.cpp): im2col and col2im move each row in blocks of 16, 8, 4, 2 and
-//     1 elements, with separate loops for stride 1 and the zero-filled edges. Small integer
+//   - conv (kernels/cpu/conv_im2col.cpp): im2col and col2im move each row in blocks of 16, 8, 4,
+//     2 and 1 elements, with separate loops for stride 1 and the zero-filled edges. Small integer
 //     values make every product and sum exact in float, so the forward and both gradients must
 //     equal a direct loop written here bit for bit, for every row length from 1 to 40 and with
 //     padding, strides and dilation that clip rows at either end.
@@ -18,7 +18,7 @@
 
 #include "core/ember.h"
 #include "kernels/cpu/conv.h"
-#include "kernels/cpu/pool.h"
+#include "kernels/pool.h"
 
 using namespace ember;
 using kernels::ConvGeometry;
@@ -159,7 +159,7 @@ void check_max_pool_2x2(int64_t planes, int64_t H, int64_t W, double nan_rate) {
   const size_t out = static_cast<size_t>(planes * g.P * g.Q);
   std::vector<T> y(out), want_y(out);
   std::vector<int64_t> idx(out, -1), want_idx(out);
-  kernels::cpu::max_pool2d_forward(dt, g, x.data(), y.data(), idx.data());
+  kernels::cpu::pool_kernels.max_forward(dt, g, x.data(), y.data(), idx.data());
   reference_max_pool(g, x, want_y, want_idx);
   INFO("planes " << planes << ", " << H << " x " << W << ", NaN rate " << nan_rate);
   CHECK(same_bits(y, want_y));

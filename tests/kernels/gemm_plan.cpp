@@ -332,6 +332,8 @@ TEST_CASE("gemm plan: strided batches, including a broadcast operand (stride 0)"
 }
 
 // ==== ember's own GEMM kernel on the device ===========================================================
+// Only a build with the CUDA backend has kernels::cuda to call (a CPU-only build has no stubs).
+#if defined(EMBER_WITH_CUDA)
 
 namespace {
 
@@ -409,3 +411,5 @@ TEST_CASE("gemm tiled: ember's CUDA GEMM kernel computes every case of the plan 
     for (const Case& cs : cases) check_device_case(cs, dt);
   cuda::set_gemm_backend(saved);
 }
+
+#endif  // EMBER_WITH_CUDA

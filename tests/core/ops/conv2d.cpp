@@ -136,13 +136,13 @@ const std::vector<Geometry>& geometries() {
       // Filters long enough (C*R*S = 400) that Eigen blocks the summed dimension.
       {"C*R*S = 400, 5x5, padding 2", {3, 16, 12, 12}, {8, 16, 5, 5}, true, opts({1, 1}, {2, 2})},
       // 5x5 output planes: float32 puts several images side by side in one GEMM (batches of
-      // 8, 8 and 7; kernels/cpu/conv.cpp images_per_gemm), and the weight gradient's 3 groups
-      // hold 7, 8 and 8 images.
+      // 8, 8 and 7; kernels/cpu/conv_im2col.cpp images_per_gemm), and the weight gradient's
+      // 3 groups hold 7, 8 and 8 images.
       {"batch 23 of 5x5 outputs, several images per GEMM", {23, 4, 7, 7}, {6, 4, 3, 3}, true,
        opts({1, 1}, {0, 0})},
       // Stride 1 with at least 64 taps per filter: float32 runs the implicit GEMM (no im2col;
-      // kernels/cpu/conv.cpp), here with uneven padding and dilation, input rows no tap reaches,
-      // and a batch wide enough for several column panels per output row.
+      // kernels/cpu/conv_implicit.cpp), here with uneven padding and dilation, input rows no
+      // tap reaches, and a batch wide enough for several column panels per output row.
       {"implicit: 3x5, padding (2, 1), dilation (1, 2)", {5, 8, 11, 13}, {7, 8, 3, 5}, true,
        opts({1, 1}, {2, 1}, {1, 2})},
       {"implicit: dilation 3, rows no tap reaches", {3, 8, 7, 9}, {4, 8, 3, 3}, true,
@@ -370,7 +370,7 @@ TEST_CASE("conv2d: results do not depend on the thread count", "[conv2d]") {
 }
 
 TEST_CASE("conv2d: an image gives the same bits alone as inside a batch", "[conv2d]") {
-  // Small output planes put several float32 images into one GEMM (kernels/cpu/conv.cpp); the
+  // Small output planes put several float32 images in one GEMM (kernels/cpu/conv_im2col.cpp); the
   // GEMM kernel's sums depend only on their length, so each image's output and input gradient
   // must not depend on its neighbours. (float64, one image per GEMM, is covered by
   // tests/nn/conv.cpp's "one image gives the first row of the batch".)

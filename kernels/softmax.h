@@ -1,5 +1,6 @@
-// ember/kernels/cpu/softmax.h — softmax and log_softmax over the middle axis of
-// [outer, D, inner].
+// ember/kernels/softmax.h — the softmax family: softmax and log_softmax over the middle axis of
+// a contiguous [outer, D, inner] block.
+//   CPU:  kernels/cpu/softmax.cpp.   CUDA: kernels/cuda/softmax.cu.
 //
 // A softmax over dim d of a contiguous tensor has this form: outer = product of the dims before
 // d, D = the size of d, inner = product of the dims after d. Element (o, j, k) sits at
@@ -16,17 +17,24 @@
 #pragma once
 
 #include <cstdint>
-
 #include "kernels/base/dtype.h"
 
-namespace ember::kernels::cpu {
+namespace ember::kernels {
 
-// y = softmax(x) (or log_softmax when `log`), x and y contiguous [outer, D, inner].
-void softmax_forward(DType dtype, bool log, int64_t outer, int64_t D, int64_t inner, const void* x,
-                     void* y);
+struct SoftmaxKernels {
+  // y = softmax(x) (or log_softmax when `log`), x and y contiguous [outer, D, inner].
+  void (*forward)(DType dtype, bool log, int64_t outer, int64_t D, int64_t inner, const void* x,
+                  void* y);
+  // dx from g and the forward's output y, all contiguous [outer, D, inner].
+  void (*backward)(DType dtype, bool log, int64_t outer, int64_t D, int64_t inner, const void* g,
+                   const void* y, void* dx);
+};
 
-// dx from g and the forward's output y, all contiguous [outer, D, inner].
-void softmax_backward(DType dtype, bool log, int64_t outer, int64_t D, int64_t inner,
-                      const void* g, const void* y, void* dx);
+namespace cpu {
+extern const SoftmaxKernels softmax_kernels;
+}
+namespace cuda {
+extern const SoftmaxKernels softmax_kernels;
+}
 
-}  // namespace ember::kernels::cpu
+}  // namespace ember::kernels

@@ -1,4 +1,8 @@
-// ember/kernels/cpu/optim.h — one-pass optimizer updates on contiguous CPU buffers.
+// ember/kernels/optim.h — the optim family: one-pass optimizer updates of a list of parameters.
+//   CPU:  kernels/cpu/optim.cpp (each parameter in one pass over memory, blocks that stay in L1).
+//   CUDA: kernels/cuda/optim.cu (the whole list in one launch: "multi-tensor apply"; on a GPU a
+//         small model's step is bound by launches, and six parameters updated with tensor ops
+//         are ~40 launches).
 //
 // Written with tensor ops, an optimizer step walks every parameter-sized buffer several times:
 // SGD with momentum is buf *= m; buf += (1 - dampening) * g; p += -lr * buf — three passes, and
@@ -14,14 +18,15 @@
 // Python float scalar is in PyTorch. Adam reads each element from memory once and writes it
 // once, working in blocks that stay in L1 (kernels/cpu/optim.cpp explains its three passes).
 //
-// All buffers hold n elements of `dtype` (float32 or float64), contiguous, and do not overlap.
+// All buffers of one entry hold the same number of elements of `dtype` (float32 or float64),
+// contiguous, and no two buffers overlap.
 #pragma once
 
 #include <cstdint>
-
+#include <vector>
 #include "kernels/base/dtype.h"
 
-namespace ember::kernels::cpu {
+namespace ember::kernels {
 
 // torch.optim.SGD for one parameter p with gradient g:
 //   d = g + weight_decay * p
@@ -36,10 +41,6 @@ struct SGDStep {
   bool nesterov = false;
   bool first_step = false;  // the momentum buffer is written, not read
 };
-// momentum_buf may be null when momentum == 0.
-void sgd_step(DType dtype, int64_t n, void* param, const void* grad, void* momentum_buf,
-              const SGDStep& s);
-
 // torch.optim.Adam / AdamW for one parameter p with gradient g, at step t (counted from 1):
 //   AdamW (decoupled):   p = p * (1 - lr * weight_decay)
 //   Adam (L2 penalty):   g = g + weight_decay * p
@@ -58,10 +59,32 @@ struct AdamStep {
   double bias_correction2_sqrt = 1.0;   // sqrt(1 - beta2^t)
   double step_size = 0.0;               // lr / (1 - beta1^t)
 };
-// max_exp_avg_sq is null unless amsgrad. The square root is the correctly rounded IEEE one
-// (std::sqrt, as PyTorch's); ember's sqrt op, which the tensor-op path uses, is Eigen's and may
-// be an ulp off it where Eigen's fast-math approximation is on.
-void adam_step(DType dtype, int64_t n, void* param, const void* grad, void* exp_avg,
-               void* exp_avg_sq, void* max_exp_avg_sq, const AdamStep& s);
+// The parameters of one optimizer step, all of one dtype, all contiguous buffers of the
+// backend's device. Entry i: params[i], grads[i] and each state buffer hold sizes[i] elements.
+// A state list is empty when unused (momentum_bufs without momentum, max_exp_avg_sqs without
+// amsgrad).
+struct ParamList {
+  std::vector<void*> params;
+  std::vector<const void*> grads;
+  std::vector<int64_t> sizes;
+};
 
-}  // namespace ember::kernels::cpu
+struct OptimKernels {
+  void (*sgd_step)(DType dtype, const ParamList& list, const std::vector<void*>& momentum_bufs,
+                   const SGDStep& s);
+  // max_exp_avg_sqs is empty unless amsgrad. The square root is the correctly rounded IEEE one
+  // (std::sqrt, as PyTorch's); ember's sqrt op, which the tensor-op path uses, is Eigen's and may
+  // be an ulp off it where Eigen's fast-math approximation is on.
+  void (*adam_step)(DType dtype, const ParamList& list, const std::vector<void*>& exp_avgs,
+                    const std::vector<void*>& exp_avg_sqs,
+                    const std::vector<void*>& max_exp_avg_sqs, const AdamStep& s);
+};
+
+namespace cpu {
+extern const OptimKernels optim_kernels;
+}
+namespace cuda {
+extern const OptimKernels optim_kernels;
+}
+
+}  // namespace ember::kernels

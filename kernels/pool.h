@@ -1,0 +1,34 @@
+// ember/kernels/pool.h — the pool family: 2-d max and average pooling, contiguous NCHW (see
+// kernels/conv_geometry.h PoolGeometry): x [N, C, H, W], y [N, C, P, Q].
+//   CPU:  kernels/cpu/pool.cpp.   CUDA: kernels/cuda/pool.cu.
+//
+// Max pooling keeps, per output, the flat index h * W + w of the chosen input in its plane
+// (PyTorch's convention), ties to the first in row-major window order, NaN wins; the backward
+// sends each output's gradient to that input (adding where windows overlap).
+// Average pooling divides by the full window size, padding included (PyTorch's default
+// count_include_pad = true); its backward spreads each gradient evenly over the window.
+#pragma once
+
+#include <cstdint>
+#include "kernels/base/dtype.h"
+#include "kernels/conv_geometry.h"
+
+namespace ember::kernels {
+
+struct PoolKernels {
+  void (*max_forward)(DType dtype, const PoolGeometry& g, const void* x, void* y, int64_t* indices);
+  // dx fully written (zeros where nothing was picked).
+  void (*max_backward)(DType dtype, const PoolGeometry& g, const void* dy, const int64_t* indices,
+                       void* dx);
+  void (*avg_forward)(DType dtype, const PoolGeometry& g, const void* x, void* y);
+  void (*avg_backward)(DType dtype, const PoolGeometry& g, const void* dy, void* dx);
+};
+
+namespace cpu {
+extern const PoolKernels pool_kernels;
+}
+namespace cuda {
+extern const PoolKernels pool_kernels;
+}
+
+}  // namespace ember::kernels
