@@ -116,7 +116,8 @@ int main(int argc, char** argv) {
       Case c = make_case(name);
       data::DataLoader loader(data::TensorDataset(zeros({256, 1}), zeros({256}, kInt64)),
                               data::DataLoaderOptions{c.input[0], true, false, 0});
-      const optim::TrainingParts parts{c.model.get(), c.opt.get(), nullptr, &loader};
+      const optim::TrainingParts parts{c.model.get(), c.opt.get(), nullptr,
+                                       optim::loader_state(loader)};
       const std::string path = folder + "/" + name + ".safetensors";
       const std::string weights = folder + "/" + name + ".weights.safetensors";
       const optim::Progress at{0, 1, 1};

@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "core/autograd/grad_mode.h"
-#include "kernels/base/error.h"
 #include "core/random.h"
+#include "kernels/base/error.h"
 
 namespace ember::optim {
 
@@ -24,13 +24,12 @@ void add_prefixed(NamedTensors& out, const std::string& prefix, const NamedTenso
 }
 
 // The loader settings that decide which samples its batches hold.
-Metadata loader_settings(const data::DataLoader& loader) {
-  const data::DataLoaderOptions& o = loader.options();
-  return {{"loader.seed", std::to_string(o.seed)},
-          {"loader.batch_size", std::to_string(o.batch_size)},
-          {"loader.dataset_size", std::to_string(loader.dataset().size())},
-          {"loader.shuffle", o.shuffle ? "true" : "false"},
-          {"loader.drop_last", o.drop_last ? "true" : "false"}};
+Metadata loader_settings(const LoaderState& loader) {
+  return {{"loader.seed", std::to_string(loader.seed)},
+          {"loader.batch_size", std::to_string(loader.batch_size)},
+          {"loader.dataset_size", std::to_string(loader.dataset_size)},
+          {"loader.shuffle", loader.shuffle ? "true" : "false"},
+          {"loader.drop_last", loader.drop_last ? "true" : "false"}};
 }
 
 int64_t parse_int(const Metadata& m, const std::string& key, const std::string& path) {
@@ -150,9 +149,9 @@ Progress load_checkpoint(const std::string& path, const TrainingParts& parts) {
              "same settings");
       }
     }
-    if (at.batch > parts.loader->size()) {
+    if (at.batch > parts.loader->batches_per_epoch) {
       fail("batch " + std::to_string(at.batch) + " is past the end of an epoch of " +
-           std::to_string(parts.loader->size()) + " batches");
+           std::to_string(parts.loader->batches_per_epoch) + " batches");
     }
   }
 
@@ -175,7 +174,7 @@ Progress load_checkpoint(const std::string& path, const TrainingParts& parts) {
     if (parts.optimizer) parts.optimizer->load_state_dict(optimizer_before);
     throw;
   }
-  if (parts.loader) parts.loader->set_position(at.epoch, at.batch);
+  if (parts.loader && parts.loader->set_position) parts.loader->set_position(at.epoch, at.batch);
   return at;
 }
 

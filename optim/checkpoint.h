@@ -1,7 +1,7 @@
 // ember/optim/checkpoint.h — training checkpoints: everything a run needs to go on after a crash
 // and end with the same parameters, bit for bit on the CPU, as a run that never stopped.
 //
-//   optim::TrainingParts parts{&model, &optimizer, &scheduler, &train_loader};
+//   optim::TrainingParts parts{&model, &optimizer, &scheduler, optim::loader_state(train_loader)};
 //   optim::CheckpointDir checkpoints("runs/mnist", /*keep_last=*/3);
 //   optim::Progress at;                                // the next batch to train: epoch 0, batch 0
 //   if (auto path = checkpoints.latest()) at = optim::load_checkpoint(*path, parts);
@@ -30,24 +30,55 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/serialize.h"
-#include "data/dataloader.h"
 #include "nn/module.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
 
 namespace ember::optim {
 
+// The training loader as a checkpoint sees it, in plain values (optim does not depend on
+// data/): the settings that decide which samples its batches hold, its number of batches per
+// epoch, and how to put it at a position. loader_state() below fills it from a data::DataLoader.
+struct LoaderState {
+  uint64_t seed = 0;
+  int64_t batch_size = 0;
+  int64_t dataset_size = 0;
+  bool shuffle = false;
+  bool drop_last = false;
+  int64_t batches_per_epoch = 0;
+  // Called by load_checkpoint with the position to resume at (epoch, next batch).
+  std::function<void(int64_t epoch, int64_t batch)> set_position;
+};
+
+// The state of any loader with options() (seed, batch_size, shuffle, drop_last), dataset().size(),
+// size() and set_position(epoch, batch), such as data::DataLoader. The loader must outlive the
+// TrainingParts that hold its state.
+template <typename Loader>
+LoaderState loader_state(Loader& loader) {
+  LoaderState s;
+  const auto& o = loader.options();
+  s.seed = static_cast<uint64_t>(o.seed);
+  s.batch_size = static_cast<int64_t>(o.batch_size);
+  s.dataset_size = static_cast<int64_t>(loader.dataset().size());
+  s.shuffle = o.shuffle;
+  s.drop_last = o.drop_last;
+  s.batches_per_epoch = static_cast<int64_t>(loader.size());
+  s.set_position = [&loader](int64_t epoch, int64_t batch) { loader.set_position(epoch, batch); };
+  return s;
+}
+
 // What a checkpoint covers. The model is required; the others are saved and restored when set.
 struct TrainingParts {
   nn::Module* model = nullptr;
   Optimizer* optimizer = nullptr;
   LRScheduler* scheduler = nullptr;
-  data::DataLoader* loader = nullptr;  // the training loader: its position in its epoch
+  std::optional<LoaderState> loader;  // the training loader: its position in its epoch
 };
 
 // Where a run is: the next batch to train is batch `batch` of epoch `epoch` (batch may equal

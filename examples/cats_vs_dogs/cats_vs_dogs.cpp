@@ -277,7 +277,7 @@ int main(int argc, char** argv) {
     nn::MSELoss loss_function;
 
     examples::RunTools run("cats_vs_dogs", run_flags, device);
-    const optim::TrainingParts parts{&net, &optimizer, nullptr, &train_loader};
+    const optim::TrainingParts parts{&net, &optimizer, nullptr, optim::loader_state(train_loader)};
     optim::Progress at = run.resume(parts);
 
     const bool tty = isatty(fileno(stdout)) != 0;

@@ -258,7 +258,7 @@ int main(int argc, char** argv) {
     optim::SGD optimizer(net.parameters(), sgd);
 
     examples::RunTools run("cifar10_cnn", run_flags, device);
-    const optim::TrainingParts parts{&net, &optimizer, nullptr, &trainloader};
+    const optim::TrainingParts parts{&net, &optimizer, nullptr, optim::loader_state(trainloader)};
     optim::Progress at = run.resume(parts);
 
     const bool tty = isatty(fileno(stdout)) != 0;

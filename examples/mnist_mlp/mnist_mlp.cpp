@@ -21,9 +21,9 @@
 // loss lines read a loss summed on the GPU, once per line, instead of one loss.item() per step.
 //
 // With --distributed, under `mpirun -np N mnist_mlp --distributed`, the N processes train one
-// model with DistributedDataParallel (distributed/distributed_data_parallel.h): each takes its share of
-// every epoch (data::DistributedSampler) in batches of --batch-size, so the global batch is N
-// times that; rank 0 prints the lines, saves and logs. CPU ranks, or one GPU per rank.
+// model with DistributedDataParallel (distributed/distributed_data_parallel.h): each takes its
+// share of every epoch (data::DistributedSampler) in batches of --batch-size, so the global batch
+// is N times that; rank 0 prints the lines, saves and logs. CPU ranks, or one GPU per rank.
 //
 // Checkpoints, the run log and the time breakdown are examples/common/run_tools.h's: a run
 // killed at any point and started again with --resume ends with the same weights, bit for bit on
@@ -360,7 +360,8 @@ int main(int argc, char** argv) {
     // What a checkpoint saves and restores: the model, SGD's momentum buffers, the loader's
     // place in its epoch (and, always, the random generator).
     examples::RunTools run("mnist_mlp", run_flags, device);
-    const optim::TrainingParts parts{&model, &optimizer, nullptr, &train_loader};
+    const optim::TrainingParts parts{&model, &optimizer, nullptr,
+                                     optim::loader_state(train_loader)};
     optim::Progress at = run.resume(parts);
 
     const bool tty = isatty(fileno(stdout)) != 0;

@@ -85,7 +85,9 @@ struct Run {
     manual_seed(init_seed + 1000);  // the stream dropout draws from
   }
 
-  optim::TrainingParts parts() { return {model.get(), opt.get(), sched.get(), loader.get()}; }
+  optim::TrainingParts parts() {
+    return {model.get(), opt.get(), sched.get(), optim::loader_state(*loader)};
+  }
 
   // Trains from `at` until `stop_after` total steps (or the end of `epochs`), updating `at`.
   void train(optim::Progress& at, int epochs, int64_t stop_after = -1) {
@@ -198,7 +200,7 @@ TEST_CASE("checkpoint: a mismatched run is refused and left untouched", "[checkp
                                                std::make_shared<nn::Linear>(8, 3));
   const Tensor w = wide->parameters()[0].clone();
   optim::SGD wide_opt(wide->parameters(), {0.1});
-  optim::TrainingParts parts{wide.get(), &wide_opt, nullptr, nullptr};
+  optim::TrainingParts parts{wide.get(), &wide_opt, nullptr, {}};
   const std::string msg = error_of<ValueError>([&] { optim::load_checkpoint(path, parts); });
   CHECK_THAT(msg, Contains("the model does not match") && Contains("0.weight: shape [16, 4]"));
   CHECK(same_bits(wide->parameters()[0], w));
@@ -306,10 +308,10 @@ TEST_CASE("checkpoint: a CUDA run resumes from a checkpoint written by a CUDA ru
     (*a)(x).pow(2.0).sum().backward();
     opt_a.step();
   }
-  optim::save_checkpoint(dir / "gpu.safetensors", {a.get(), &opt_a, nullptr, nullptr}, {0, 3, 3});
+  optim::save_checkpoint(dir / "gpu.safetensors", {a.get(), &opt_a, nullptr, {}}, {0, 3, 3});
   auto b = make(2);
   optim::Adam opt_b(b->parameters(), o);
-  optim::load_checkpoint(dir / "gpu.safetensors", {b.get(), &opt_b, nullptr, nullptr});
+  optim::load_checkpoint(dir / "gpu.safetensors", {b.get(), &opt_b, nullptr, {}});
   CHECK(b->weight.is_cuda());
   CHECK(same_bits(b->weight, a->weight));
   CHECK(opt_b.state(0).exp_avg.is_cuda());
