@@ -8,7 +8,6 @@
 #include "core/serialize.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/test_hooks.h"
 #include "kernels/base/error.h"
 
 #ifndef EMBER_VERSION_STRING
@@ -300,37 +300,15 @@ struct Reader {
 
 // ---- atomic writes ---------------------------------------------------------------------------
 
-// EMBER_TEST_SAVE_FAULT=kill@K or pause@K (see serialize.h): which write, and what to do.
-struct SaveFault {
-  enum class Action { None, Kill, Pause } action = Action::None;
-  int64_t which = 0;
-};
-
-SaveFault save_fault_from_env() {
-  SaveFault f;
-  const char* v = std::getenv("EMBER_TEST_SAVE_FAULT");
-  if (!v || !*v) return f;
-  const std::string s(v);
-  const size_t at = s.find('@');
-  const std::string what = s.substr(0, at);
-  if (at != std::string::npos) f.which = std::atoll(s.c_str() + at + 1);
-  if (what == "kill") f.action = SaveFault::Action::Kill;
-  else if (what == "pause") f.action = SaveFault::Action::Pause;
-  if (f.which < 1 || f.action == SaveFault::Action::None) {
-    std::fprintf(stderr, "ember: ignoring EMBER_TEST_SAVE_FAULT=%s (expected kill@K or pause@K "
-                 "with K >= 1)\n", v);
-    f.action = SaveFault::Action::None;
-  }
-  return f;
-}
-
-std::atomic<int64_t> g_atomic_writes{0};
-
 class FdSink final : public FileSink {
  public:
-  FdSink(int fd, std::string tmp, int64_t expected, bool fault_here, SaveFault::Action action)
-      : fd_(fd), tmp_(std::move(tmp)), half_(expected > 0 ? expected / 2 : 0),
-        fault_(fault_here), action_(action) {}
+  // `fault`: the save fault this write must stop at (core/test_hooks.h), None for all but one.
+  FdSink(int fd, std::string tmp, int64_t expected, test_hooks::Action fault)
+      : fd_(fd),
+        tmp_(std::move(tmp)),
+        half_(expected > 0 ? expected / 2 : 0),
+        fault_(fault != test_hooks::Action::None),
+        action_(fault) {}
 
   void write(const void* data, size_t bytes) override {
     const auto* p = static_cast<const char*>(data);
@@ -353,13 +331,8 @@ class FdSink final : public FileSink {
  private:
   [[noreturn]] void trigger() {
     ::fsync(fd_);  // the half-written file is really on disk, as after a crash
-    if (action_ == SaveFault::Action::Kill) {
-      ::raise(SIGKILL);
-    }
-    std::fprintf(stderr, "ember: EMBER_TEST_SAVE_FAULT: paused writing '%s' after %llu bytes\n",
-                 tmp_.c_str(), static_cast<unsigned long long>(written_));
-    std::fflush(stderr);
-    for (;;) ::pause();
+    test_hooks::stop(action_, "save fault: paused writing '" + tmp_ + "' after " +
+                                  std::to_string(written_) + " bytes");
   }
 
   int fd_;
@@ -367,7 +340,7 @@ class FdSink final : public FileSink {
   uint64_t half_;
   uint64_t written_ = 0;
   bool fault_;
-  SaveFault::Action action_;
+  test_hooks::Action action_;
 };
 
 }  // namespace
@@ -376,8 +349,7 @@ const char* version_string() { return EMBER_VERSION_STRING; }
 
 void write_file_atomically(const std::string& path, const std::function<void(FileSink&)>& fill,
                            int64_t expected_bytes) {
-  static const SaveFault fault = save_fault_from_env();
-  const int64_t nth = ++g_atomic_writes;
+  const test_hooks::Action fault = test_hooks::next_save_fault();
   const fs::path target(path);
   EMBER_CHECK(!target.filename().empty(), "write_file_atomically: '", path, "' names no file");
   const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -394,8 +366,7 @@ void write_file_atomically(const std::string& path, const std::function<void(Fil
   if (fd < 0) throw IOError("cannot create '" + tmp + "' to write '" + path + "': " + errno_text());
   bool open = true;
   try {
-    FdSink sink(fd, tmp, expected_bytes, fault.action != SaveFault::Action::None &&
-                                             fault.which == nth, fault.action);
+    FdSink sink(fd, tmp, expected_bytes, fault);
     fill(sink);
     if (::fsync(fd) != 0) throw IOError("cannot flush '" + tmp + "' to disk: " + errno_text());
     open = false;

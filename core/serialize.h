@@ -87,10 +87,9 @@ class FileSink {
 // temporary file is removed and `path` is untouched; the error (an IOError for I/O problems) is
 // re-thrown.
 //
-// Test seam: with the environment variable EMBER_TEST_SAVE_FAULT=kill@K (or pause@K), the K-th
-// atomic write of the process (counted from 1) stops half-way through its temporary file and
-// kills the process with SIGKILL (or prints "ember: EMBER_TEST_SAVE_FAULT: paused ..." to stderr
-// and waits, for a test to kill it): how tests/e2e/kill_resume.cpp crashes a checkpoint write.
+// In builds with test hooks, an armed save fault (core/test_hooks.h) stops one of these writes
+// half-way through its temporary file and kills the process, or pauses it for a test to kill: how
+// tests/e2e/kill_resume.cpp crashes a checkpoint write.
 void write_file_atomically(const std::string& path, const std::function<void(FileSink&)>& fill,
                            int64_t expected_bytes = -1);
 

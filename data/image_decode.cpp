@@ -1,5 +1,6 @@
-// ember/data/image_decode.cpp — sniffing, the libjpeg decoder with its error handling, the area
-// resize and the grayscale conversion. See data/image_decode.h for the pipeline.
+// ember/data/image_decode.cpp — sniffing, the libjpeg and libpng decoders with their error
+// handling, the checks stb_image needs for BMP, the area resize and the grayscale conversion. See
+// data/image_decode.h for the pipeline.
 #include "data/image_decode.h"
 
 #include <algorithm>
@@ -17,7 +18,7 @@
 // jpeglib.h uses FILE and size_t without including their headers: <cstdio> must come first.
 #include <jpeglib.h>
 #include <jerror.h>
-#include <zlib.h>
+#include <png.h>
 
 #include "kernels/base/error.h"
 
@@ -278,50 +279,241 @@ std::string too_many_pixels(uint64_t w, uint64_t h, size_t n) {
          " bytes: the header is corrupt or the image is too large";
 }
 
-// A PNG's IHDR against the file: stb_image allocates the whole decompressed image as soon as it
-// has read the header, so a 100-byte file claiming 16000x16000 pixels would cost a gigabyte. The
-// pixel rows are deflate-compressed, and deflate expands at most 1032:1 (a 258-byte match coded
-// in 2 bits), so a file of n bytes can hold at most 1032 n bytes of rows. Returns "" when the
-// header is plausible or not there (stb then reports what is wrong).
-std::string png_header_check(const uint8_t* b, size_t n) {
-  if (n < 24 || std::memcmp(b + 12, "IHDR", 4) != 0) return "";
-  const uint64_t w = be32(b + 16), h = be32(b + 20);
-  const std::string why = too_many_pixels(w, h, n);
-  if (!why.empty()) return "bad PNG: " + why;
-  if (n < 26) return "";  // no bit depth and colour type: stb says the file is cut short
-  const uint64_t depth = b[24];
-  uint64_t channels = 0;
-  switch (b[25]) {  // colour type
-    case 0: case 3: channels = 1; break;  // gray, palette
-    case 4: channels = 2; break;          // gray + alpha
-    case 2: channels = 3; break;          // RGB
-    case 6: channels = 4; break;          // RGBA
-    default: return "";                   // stb names the bad colour type
+// ---- PNG through libpng -----------------------------------------------------------------------
+//
+// libpng reads a PNG as the specification says and says what is wrong with a broken one: a file
+// cut short, a bad CRC, a corrupt deflate stream, a palette image without a palette. It is also
+// the decoder behind OpenCV's cv2.imread, the seed's reader, with the same defaults. A fatal error
+// calls png_on_error, which longjmp()s back to png_decode_raw; the same rules as for libjpeg above
+// apply (nothing with a destructor in the frames it crosses), so png_decode_raw is C-style and the
+// caller, png_reason, turns its result into words.
+//
+// libpng's warnings are for damage it reads around: an ancillary chunk with a bad CRC (dropped), a
+// wrong Adler-32 after the last row (whose chunks passed their CRCs), data after the image. They
+// are tolerated, as libpng and OpenCV tolerate them; the first is kept, to be named if an error
+// follows. Metadata chunks (text, ICC profiles, gamma, ...) are skipped unread: ember uses none.
+//
+// What ember adds to libpng:
+//   - the pixel limit, from IHDR's bytes before libpng reads them (png_size_check), so a forged
+//     size is named even when the rest of the header is cut off or fails its CRC;
+//   - the deflate bound: a file of n bytes holds at most 1032 n bytes of pixel rows (deflate's
+//     largest expansion is a 258-byte match in 2 bits), checked once libpng has read the header
+//     and before the image is allocated, so a 100-byte file claiming 16000x16000 pixels costs
+//     nothing;
+//   - the palette check: a pixel whose index is past the file's palette is an error in the
+//     specification, which libpng only warns about; ember refuses the file and names the pixel.
+//     The indices come from libpng unexpanded and ember looks them up;
+//   - where a cut file ends: the read callback sees each chunk's header, so the reason names the
+//     chunk the file ends in and the length it claims.
+// The samples are what stb_image gave for PNG before and cv2.imread gives: 16-bit samples keep
+// their high byte, alpha is dropped (not composited), 1-, 2- and 4-bit gray is scaled to 0..255,
+// no gamma correction.
+
+// The PNG's bytes as libpng reads them, and what the callbacks learned on the way.
+struct PngSource {
+  const uint8_t* bytes;
+  size_t n;
+  size_t at;               // the next byte libpng reads
+  size_t chunk_at;         // where the chunk libpng is in begins (its length field)
+  uint32_t chunk_length;   // the data bytes that chunk claims
+  char chunk_type[5];      // its type ("" before the first chunk)
+  bool ran_out;            // the error was libpng asking for bytes past the end of the file
+  png_uint_32 ran_out_io;  // libpng's I/O state then: in a chunk's header, data or CRC
+  char error[256];         // libpng's error message
+  char warning[256];       // libpng's first warning, "" if none
+};
+
+void png_read_memory(png_structp png, png_bytep out, size_t len) {
+  auto* s = static_cast<PngSource*>(png_get_io_ptr(png));
+  const png_uint_32 io = png_get_io_state(png);
+  if (len > s->n - s->at) {
+    s->ran_out = true;
+    s->ran_out_io = io;
+    png_error(png, "the file ends here");  // png_reason says where
   }
-  const uint64_t rows = h * (1 + (w * channels * depth + 7) / 8);  // a filter byte per row
-  if (rows > 1032 * static_cast<uint64_t>(n)) {
-    return "truncated PNG: the header claims " + std::to_string(w) + "x" + std::to_string(h) +
-           " pixels (" + std::to_string(rows) + " bytes of pixel rows), but the file is " +
-           std::to_string(n) + " bytes, which deflate expands to at most " +
-           std::to_string(1032 * static_cast<uint64_t>(n)) +
-           ": the file is cut short or its header corrupt";
-  }
-  // stb_image grows its buffer for the compressed rows to each IDAT chunk's length before it reads
-  // the chunk, so a 150-byte file whose IDAT claims 2^31 bytes made it allocate 2 GiB. Every chunk
-  // up to IEND must hold the bytes it claims (stb fails on a short one anyway, after allocating).
-  for (size_t at = 8; at + 8 <= n;) {
-    const uint64_t length = be32(b + at);
-    const std::string type(reinterpret_cast<const char*>(b + at + 4), 4);
-    if (type == "IEND") break;
-    if (length > n - at - 8) {
-      return "truncated PNG: its chunk '" + type + "' at byte " + std::to_string(at) + " claims " +
-             std::to_string(length) + " bytes, but the file has " + std::to_string(n - at - 8) +
-             " bytes after the chunk's header: the file is cut short or the chunk's length corrupt";
+  if ((io & PNG_IO_MASK_LOC) == PNG_IO_CHUNK_HDR && len == 8) {  // length and type, in one read
+    s->chunk_at = s->at;
+    s->chunk_length = be32(s->bytes + s->at);
+    std::memcpy(s->chunk_type, s->bytes + s->at + 4, 4);
+    s->chunk_type[4] = '\0';
+    for (int i = 0; i < 4; ++i) {  // a printable name in the message, whatever the bytes are
+      if (!std::isalnum(static_cast<unsigned char>(s->chunk_type[i]))) s->chunk_type[i] = '?';
     }
-    at += 12 + static_cast<size_t>(length);
   }
-  return "";
+  std::memcpy(out, s->bytes + s->at, len);
+  s->at += len;
 }
+
+[[noreturn]] void png_on_error(png_structp png, png_const_charp message) {
+  auto* s = static_cast<PngSource*>(png_get_error_ptr(png));
+  std::snprintf(s->error, sizeof(s->error), "%s", message);
+  png_longjmp(png, 1);
+}
+
+void png_on_warning(png_structp png, png_const_charp message) {
+  auto* s = static_cast<PngSource*>(png_get_error_ptr(png));
+  if (s->warning[0] == '\0') std::snprintf(s->warning, sizeof(s->warning), "%s", message);
+}
+
+struct PngResult {
+  enum Status { Ok, Failed, TooManyRows, BadIndex } status;
+  png_uint_32 width, height;
+  uint64_t row_bytes;  // TooManyRows: the bytes of pixel rows (filter bytes included) claimed
+  png_uint_32 bad_x, bad_y;
+  int bad_index, palette_size;
+};
+
+// Decodes the PNG in `s` to interleaved 8-bit RGB [height, width, 3] in `pixels`.
+void png_decode_raw(PngSource& s, PngResult& r, std::vector<uint8_t>& pixels) {
+  r = PngResult{};
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &s, png_on_error, png_on_warning);
+  if (png == nullptr) throw std::bad_alloc();
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr) {
+    png_destroy_read_struct(&png, nullptr, nullptr);
+    throw std::bad_alloc();
+  }
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    r.status = PngResult::Failed;
+    return;
+  }
+  png_set_read_fn(png, &s, png_read_memory);
+  // ember's pixel limit (png_size_check) is the size limit; libpng's own default, 10^6 pixels a
+  // side, would refuse a legal 2000000x1 image with a vaguer reason.
+  png_set_user_limits(png, PNG_UINT_31_MAX, PNG_UINT_31_MAX);
+  png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, nullptr, -1);  // metadata: skip it
+  png_read_info(png, info);
+  const png_uint_32 w = png_get_image_width(png, info), h = png_get_image_height(png, info);
+  const int depth = png_get_bit_depth(png, info), colour = png_get_color_type(png, info);
+  r.width = w;
+  r.height = h;
+  r.row_bytes = uint64_t{h} * (1 + uint64_t{png_get_rowbytes(png, info)});
+  if (r.row_bytes > 1032 * uint64_t{s.n}) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    r.status = PngResult::TooManyRows;
+    return;
+  }
+  const bool palette = colour == PNG_COLOR_TYPE_PALETTE;
+  if (palette) {
+    png_set_packing(png);  // 1-, 2- and 4-bit indices one to a byte, unscaled
+  } else {
+    if (depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+    if (depth == 16) png_set_strip_16(png);
+    if (colour & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(png);
+    if (!(colour & PNG_COLOR_MASK_COLOR)) png_set_gray_to_rgb(png);
+  }
+  const int passes = png_set_interlace_handling(png);  // Adam7: libpng puts each pass in place
+  png_read_update_info(png, info);
+  const size_t channels = palette ? 1 : 3;
+  if (png_get_bit_depth(png, info) != 8 || png_get_channels(png, info) != channels ||
+      png_get_rowbytes(png, info) != size_t{w} * channels) {
+    png_error(png, "libpng did not give 8-bit samples of the expected layout");
+  }
+  try {
+    pixels.resize(size_t{w} * h * 3);
+  } catch (...) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    throw;
+  }
+  // Rows of `channels` bytes a pixel: indices for a palette image, else RGB.
+  for (int pass = 0; pass < passes; ++pass) {
+    for (png_uint_32 y = 0; y < h; ++y) {
+      png_read_row(png, pixels.data() + size_t{y} * w * channels, nullptr);
+    }
+  }
+  if (palette) {
+    png_colorp entries = nullptr;
+    int count = 0;
+    png_get_PLTE(png, info, &entries, &count);  // libpng refused a palette image without one
+    const size_t npix = size_t{w} * h;
+    for (size_t i = 0; i < npix; ++i) {
+      if (pixels[i] >= count) {
+        r.status = PngResult::BadIndex;
+        r.bad_x = static_cast<png_uint_32>(i % w);
+        r.bad_y = static_cast<png_uint_32>(i / w);
+        r.bad_index = pixels[i];
+        r.palette_size = count;
+        png_destroy_read_struct(&png, &info, nullptr);
+        return;
+      }
+    }
+    // Index i to RGB at 3 i, from the last pixel down: no index is overwritten before it is read.
+    for (size_t i = npix; i-- > 0;) {
+      const png_color c = entries[pixels[i]];
+      pixels[3 * i] = c.red;
+      pixels[3 * i + 1] = c.green;
+      pixels[3 * i + 2] = c.blue;
+    }
+  }
+  // Reads the rest of the deflate stream and the chunks up to IEND, as cv2.imread does, so a file
+  // cut short after its last row is refused too.
+  png_read_end(png, nullptr);
+  png_destroy_read_struct(&png, &info, nullptr);
+  r.status = PngResult::Ok;
+}
+
+// IHDR's width and height against the pixel limit, from the bytes alone. "" when within it or
+// when there is no IHDR at its place (libpng then says what is wrong).
+std::string png_size_check(const uint8_t* b, size_t n) {
+  if (n < 24 || std::memcmp(b + 12, "IHDR", 4) != 0) return "";
+  const std::string why = too_many_pixels(be32(b + 16), be32(b + 20), n);
+  return why.empty() ? "" : "bad PNG: " + why;
+}
+
+// Why png_decode_raw failed, in words.
+std::string png_reason(const PngSource& s, const PngResult& r) {
+  const std::string n = std::to_string(s.n);
+  switch (r.status) {
+    case PngResult::Ok: return "";
+    case PngResult::TooManyRows:
+      return "truncated PNG: the header claims " + std::to_string(r.width) + "x" +
+             std::to_string(r.height) + " pixels (" + std::to_string(r.row_bytes) +
+             " bytes of pixel rows), but the file is " + n + " bytes, which deflate expands to " +
+             "at most " + std::to_string(1032 * uint64_t{s.n}) +
+             ": the file is cut short or its header corrupt";
+    case PngResult::BadIndex:
+      return "bad PNG: pixel " + std::to_string(r.bad_x) + " of row " + std::to_string(r.bad_y) +
+             " has colour " + std::to_string(r.bad_index) + ", but the palette holds " +
+             std::to_string(r.palette_size) + " colours";
+    case PngResult::Failed: break;
+  }
+  std::string why;
+  if (s.ran_out) {
+    const png_uint_32 where = s.ran_out_io & PNG_IO_MASK_LOC;
+    if ((where == PNG_IO_CHUNK_DATA || where == PNG_IO_CHUNK_CRC) && s.chunk_type[0] != '\0') {
+      why = "truncated PNG: its chunk '" + std::string(s.chunk_type) + "' at byte " +
+            std::to_string(s.chunk_at) + " claims " + std::to_string(s.chunk_length) + " bytes" +
+            (where == PNG_IO_CHUNK_CRC ? " and a 4-byte CRC" : "") + ", but the file has " +
+            std::to_string(s.n - s.chunk_at - 8) +
+            " bytes after the chunk's header: the file is cut short or the chunk's length corrupt";
+    } else if (s.chunk_type[0] != '\0') {
+      why = "truncated PNG: the file ends after " + n + " bytes, where the chunk after '" +
+            s.chunk_type + "' should begin" +
+            (std::strcmp(s.chunk_type, "IEND") == 0 ? "" : " (a PNG ends with an IEND chunk)") +
+            ": the file is cut short";
+    } else {
+      why = "truncated PNG: the file ends after " + n + " bytes, inside its signature";
+    }
+  } else if (std::strncmp(s.error, "IDAT: ", 6) == 0) {
+    // libpng names the chunk: a zlib error or a bad CRC in the compressed rows.
+    why = std::string("bad PNG: its compressed pixel data is corrupt (libpng: ") + s.error + ")";
+  } else {
+    why = std::string("bad PNG: ") + s.error;
+  }
+  if (s.warning[0] != '\0' && std::strcmp(s.warning, s.error) != 0) {
+    why += std::string(" (after libpng's warning: ") + s.warning + ")";
+  }
+  return why;
+}
+
+// ---- BMP: the guards stb_image still needs ----------------------------------------------------
+//
+// stb_image still decodes BMP, and each check below stands between it and an input the fuzzers
+// found (fuzz/regressions/README.md): a truncated file decoded as zeros and reported as a success,
+// a compression code stb misreads as "uncompressed", a header with no pixels whose 16 million
+// empty rows stb walks, and palette indices stb looks up in uninitialised memory. Each costs a
+// read of the header or one pass over the indices; none can go while stb reads BMP.
 
 // stb_image reads past the end of a truncated BMP as zeros and reports success, so we check that
 // the file holds all of its pixel rows first. Returns "" if complete (or if the header gives no
@@ -427,146 +619,6 @@ std::string bmp_palette_check(const uint8_t* b, size_t n) {
     }
   }
   return "";
-}
-
-// The same for PNG, and one more hole. stb_image looks every pixel of a palette image (colour
-// type 3) up in a 256-entry stack array of which it filled only the PLTE chunk's entries, without
-// checking the index, so a pixel past the file's palette comes out of uninitialised memory (the PNG
-// specification calls such an index an error). And stb's inflater takes the invalid distance codes
-// 30 and 31 as distance 0, copying bytes of its output buffer that nothing has written yet. So the
-// compressed rows are inflated here first with zlib (raw deflate; stb skips the Adler-32 check
-// too): a stream that zlib finds corrupt is refused, as PIL and libpng refuse it; and where a
-// palette holds fewer than 2^depth colours, the rows are unfiltered as stb will and a pixel past
-// the palette is refused. This costs one extra inflate per PNG, a small part of decoding it.
-// Returns "" when the data is sound, or broken in a way that stb reports itself (no PLTE, rows
-// missing, a bad filter byte).
-std::string png_data_check(const uint8_t* b, size_t n) {
-  if (n < 29 || std::memcmp(b + 12, "IHDR", 4) != 0) return "";
-  const uint64_t w = be32(b + 16), h = be32(b + 20);
-  const int depth = b[24], colour = b[25], interlace = b[28];
-  // The chunks as stb reads them: the last PLTE before IEND counts, the IDATs are one stream.
-  int64_t palette = 0;
-  bool iphone = false;  // Apple's CgBI PNGs: raw deflate, without the zlib header
-  std::vector<uint8_t> z;
-  for (size_t at = 8; at + 8 <= n;) {
-    const uint64_t length = be32(b + at);
-    const char* type = reinterpret_cast<const char*>(b + at + 4);
-    if (std::memcmp(type, "IEND", 4) == 0) break;  // stb stops here, whatever IEND's length says
-    if (length > n - at - 8) return "";  // png_header_check's case
-    if (std::memcmp(type, "CgBI", 4) == 0) iphone = true;
-    if (std::memcmp(type, "PLTE", 4) == 0) palette = length % 3 == 0 ? static_cast<int64_t>(length / 3) : 0;
-    if (std::memcmp(type, "IDAT", 4) == 0) z.insert(z.end(), b + at + 8, b + at + 8 + length);
-    at += 12 + static_cast<size_t>(length);
-  }
-  const size_t skip = iphone ? 0 : 2;
-  if (z.size() <= skip) return "";
-  const bool check_palette = colour == 3 && (depth == 1 || depth == 2 || depth == 4 || depth == 8) &&
-                             interlace <= 1 && w > 0 && h > 0 && palette > 0 &&
-                             palette < (int64_t{1} << depth);
-
-  // Adam7's seven passes (x start, y start, x step, y step), or the whole image as one pass.
-  struct Pass { uint64_t x0, y0, dx, dy; };
-  const Pass adam7[7] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
-                         {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};
-  const Pass whole[1] = {{0, 0, 1, 1}};
-  const Pass* passes = interlace ? adam7 : whole;
-  const int npasses = interlace ? 7 : 1;
-  auto extent = [](uint64_t size, uint64_t start, uint64_t step) {
-    return size > start ? (size - start + step - 1) / step : 0;
-  };
-  // Inflate row by row (a row buffer, not the whole image), without the Adler-32 check, which
-  // stb does not make either.
-  z_stream zs{};
-  if (inflateInit2(&zs, -15) != Z_OK) return "";
-  struct End { z_stream* z; ~End() { inflateEnd(z); } } end{&zs};
-  zs.next_in = z.data() + skip;
-  zs.avail_in = static_cast<uInt>(z.size() - skip);
-  int status = Z_OK;
-  auto read = [&zs, &status](uint8_t* dst, size_t len) {
-    zs.next_out = dst;
-    zs.avail_out = static_cast<uInt>(len);
-    while (zs.avail_out > 0 && (status = inflate(&zs, Z_NO_FLUSH)) == Z_OK) {}
-    return zs.avail_out == 0;
-  };
-  auto corrupt = [&zs]() {
-    return "bad PNG: its compressed pixel data is corrupt (zlib: " +
-           std::string(zs.msg ? zs.msg : "data error") + ", after " + std::to_string(zs.total_out) +
-           " bytes of rows)";
-  };
-
-  std::vector<uint8_t> row, prev, cur;
-  for (int p = 0; check_palette && p < npasses; ++p) {
-    const Pass& ps = passes[p];
-    const uint64_t pw = extent(w, ps.x0, ps.dx), ph = extent(h, ps.y0, ps.dy);
-    if (pw == 0 || ph == 0) continue;
-    const size_t bytes = static_cast<size_t>((pw * depth + 7) / 8);
-    row.resize(1 + bytes);
-    prev.assign(bytes, 0);
-    cur.assign(bytes, 0);
-    for (uint64_t y = 0; y < ph; ++y) {
-      if (!read(row.data(), row.size())) return status == Z_DATA_ERROR ? corrupt() : "";
-      const int filter = row[0];
-      if (filter > 4) return "";  // stb: "invalid filter"
-      for (size_t i = 0; i < bytes; ++i) {  // undo the filter; one byte per pixel step
-        const int a = i > 0 ? cur[i - 1] : 0, up = prev[i], c = i > 0 ? prev[i - 1] : 0;
-        int predictor = 0;
-        switch (filter) {
-          case 1: predictor = a; break;
-          case 2: predictor = up; break;
-          case 3: predictor = (a + up) / 2; break;
-          case 4: {  // Paeth: the neighbour closest to a + up - c
-            const int pa = std::abs(up - c), pb = std::abs(a - c), pc = std::abs(a + up - 2 * c);
-            predictor = pa <= pb && pa <= pc ? a : pb <= pc ? up : c;
-            break;
-          }
-          default: break;
-        }
-        cur[i] = static_cast<uint8_t>(row[1 + i] + predictor);
-      }
-      for (uint64_t x = 0; x < pw; ++x) {
-        const uint64_t bit = x * depth;
-        const int index = (cur[bit / 8] >> (8 - depth - bit % 8)) & ((1 << depth) - 1);
-        if (index >= palette) {
-          return "bad PNG: pixel " + std::to_string(ps.x0 + x * ps.dx) + " of row " +
-                 std::to_string(ps.y0 + y * ps.dy) + " has colour " + std::to_string(index) +
-                 ", but the palette holds " + std::to_string(palette) + " colours";
-        }
-      }
-      std::swap(prev, cur);
-    }
-  }
-  // The rest of the stream (all of it, for an image without the palette check).
-  uint8_t sink[16384];
-  while (read(sink, sizeof sink)) {}
-  return status == Z_DATA_ERROR ? corrupt() : "";
-}
-
-// stb_image 2.27 allocates its buffer for the compressed rows at the first IDAT chunk that holds
-// bytes, but copies every IDAT into it, so an empty IDAT before that one is copied into a null
-// buffer (memcpy(NULL, p, 0): undefined behaviour, found by CI's 60-s fuzz run). An empty IDAT
-// carries nothing and is legal, so stb is given a copy of the file without those chunks. Returns
-// false (and leaves `copy` alone) when the file has none, which is nearly always.
-bool png_without_leading_empty_idat(const uint8_t* b, size_t n, std::vector<uint8_t>& copy) {
-  std::vector<std::pair<size_t, size_t>> drop;  // [begin, end) of each chunk to leave out
-  for (size_t at = 8; at + 8 <= n;) {
-    const uint64_t length = be32(b + at);
-    const char* type = reinterpret_cast<const char*>(b + at + 4);
-    if (std::memcmp(type, "IEND", 4) == 0 || length > n - at - 8) break;
-    const bool idat = std::memcmp(type, "IDAT", 4) == 0;
-    if (idat && length > 0) break;  // stb has its buffer from here on
-    const size_t end = std::min(n, at + 12 + static_cast<size_t>(length));  // the CRC may be cut
-    if (idat) drop.emplace_back(at, end);
-    at = end;
-  }
-  if (drop.empty()) return false;
-  copy.clear();
-  size_t from = 0;
-  for (const auto& [begin, end] : drop) {
-    copy.insert(copy.end(), b + from, b + begin);
-    from = end;
-  }
-  copy.insert(copy.end(), b + from, b + n);
-  return true;
 }
 
 // ---- what a file that is not an image is ------------------------------------------------------
@@ -733,20 +785,28 @@ std::string decode_image(const uint8_t* bytes, size_t n, int64_t height, int64_t
       }
       break;
     }
-    case ImageFormat::PNG:
+    case ImageFormat::PNG: {
+      const std::string too_big = png_size_check(bytes, n);
+      if (!too_big.empty()) return too_big;
+      PngSource src{};
+      src.bytes = bytes;
+      src.n = n;
+      PngResult r{};
+      png_decode_raw(src, r, scratch.pixels);
+      if (r.status != PngResult::Ok) return png_reason(src, r);
+      h = r.height;
+      w = r.width;
+      if (gray) rgb_to_gray_bt601(scratch.pixels.data(), static_cast<size_t>(h * w));
+      break;
+    }
     case ImageFormat::BMP: {
-      const bool png = sniff_image_format(bytes, n) == ImageFormat::PNG;
-      std::string why = png ? png_header_check(bytes, n) : bmp_truncation(bytes, n);
-      if (why.empty()) why = png ? png_data_check(bytes, n) : bmp_palette_check(bytes, n);
+      std::string why = bmp_truncation(bytes, n);
+      if (why.empty()) why = bmp_palette_check(bytes, n);
       if (!why.empty()) return why;
       int iw = 0, ih = 0;
       const char* reason = "unknown error";
-      std::vector<uint8_t> without_empty_idat;
-      const bool copied = png && png_without_leading_empty_idat(bytes, n, without_empty_idat);
-      unsigned char* p = copied ? stb::decode_rgb(without_empty_idat.data(), without_empty_idat.size(),
-                                                  &iw, &ih, &reason)
-                                : stb::decode_rgb(bytes, n, &iw, &ih, &reason);
-      if (p == nullptr) return std::string(png ? "bad PNG: " : "bad BMP: ") + reason;
+      unsigned char* p = stb::decode_rgb(bytes, n, &iw, &ih, &reason);
+      if (p == nullptr) return std::string("bad BMP: ") + reason;
       h = ih;
       w = iw;
       const size_t npix = static_cast<size_t>(h * w);
@@ -810,7 +870,9 @@ Tensor read_image(const std::string& path, int64_t height, int64_t width, bool g
   Tensor out = empty({c, height, width}, TensorOptions(kUInt8).device(Device::cpu()));
   const std::string why = decode_image(scratch.file.data(), scratch.file.size(), height, width, c,
                                        out.data_ptr<uint8_t>(), scratch);
-  if (!why.empty()) throw IOError(path + ": " + why);
+  if (!why.empty()) {
+    throw IOError(path + ": " + why + " (replace the file with an intact copy, or leave it out)");
+  }
   return out;
 }
 

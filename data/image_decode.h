@@ -4,7 +4,8 @@
 // The pipeline for one file, used by ImageFolder (data/image_folder.h) for every photo:
 //
 //   bytes --sniff--> JPEG: libjpeg(-turbo), with DCT-domain downscaling      --+
-//                    PNG, BMP: stb_image, at full size                          +--> area resize
+//                    PNG: libpng, at full size                                  |
+//                    BMP: stb_image, at full size                               +--> area resize
 //                    anything else: rejected with its reason                  --+    to H x W
 //
 // 1. The format comes from the first bytes (the "magic number"), never from the file name: the
@@ -17,6 +18,9 @@
 //    OpenCV's cv2.IMREAD_GRAYSCALE gives (for a JPEG, OpenCV and ember both ask libjpeg for its
 //    luma channel, which the encoder computed with the same weights).
 // 4. The resize is an area (box) filter, see resize_area below.
+//
+// 5. PNG and BMP come out as 8-bit RGB, alpha dropped, no gamma correction; a 16-bit PNG sample
+//    keeps its high byte, as OpenCV reads it.
 //
 // Decoding never throws for a bad file: decode_image returns the reason as a string (ImageFolder
 // turns it into one warning line and skips the file). read_image, for a single file, throws.
@@ -59,13 +63,14 @@ constexpr uint64_t kMaxImagePixels = uint64_t{1} << 28;
 // (one [C, H, W] sample). Returns "" on success, else why the image was rejected ("truncated
 // JPEG: Premature end of JPEG file"); `out` is then unspecified. Thread-safe: one scratch per
 // thread. A header claiming more than kMaxImagePixels pixels, or more pixel data than the file can
-// hold (a PNG expands at most 1032:1, an uncompressed BMP holds every row), is rejected before
-// the image is decoded.
+// hold (a PNG's deflate data expands at most 1032:1, an uncompressed BMP holds every row), is
+// rejected before the image is decoded.
 std::string decode_image(const uint8_t* bytes, size_t n, int64_t height, int64_t width,
                          int channels, uint8_t* out, DecodeScratch& scratch);
 
 // Reads and decodes one file: a uint8 tensor [C, height, width] (C = 1 if grayscale, else 3).
-// Throws ember::IOError naming the file and the reason when it cannot be read or decoded.
+// Throws ember::IOError naming the file and the reason when it cannot be read or decoded
+// ("x.png: truncated PNG: its chunk 'IDAT' at byte 57 claims ...").
 Tensor read_image(const std::string& path, int64_t height, int64_t width, bool grayscale = true);
 
 // The other direction, with libjpeg: a uint8 image [C, H, W] (C = 1 or 3) as a baseline JPEG
@@ -95,8 +100,8 @@ std::string read_file_bytes(const std::string& path, std::vector<uint8_t>& out);
 
 namespace stb {
 // stb_image, compiled once in data/stb_impl.cpp with its functions kept private to that file:
-// decodes PNG or BMP bytes to interleaved RGB [h, w, 3] (malloc'ed: release with free_pixels),
-// or returns nullptr and sets *reason to stb's reason.
+// decodes BMP bytes to interleaved RGB [h, w, 3] (malloc'ed: release with free_pixels), or
+// returns nullptr and sets *reason to stb's reason. Only after decode_image's BMP checks.
 unsigned char* decode_rgb(const uint8_t* bytes, size_t n, int* w, int* h, const char** reason);
 void free_pixels(unsigned char* pixels);
 }  // namespace stb

@@ -26,8 +26,9 @@
 #include <mutex>
 #include <thread>
 
-#include "kernels/base/error.h"
+#include "core/test_hooks.h"
 #include "data/image_decode.h"
+#include "kernels/base/error.h"
 
 namespace ember::data {
 
@@ -265,29 +266,18 @@ class CacheWriter {
   uint64_t size_ = 0;
 };
 
-// Test seam for the fault tests (tests/e2e/faults.cpp): EMBER_TEST_CACHE_FAULT makes write_cache
-// stop half-way through the pixels of its temporary file and
-//   kill    SIGKILL the process (a crash while writing the cache),
-//   pause   print "ember: EMBER_TEST_CACHE_FAULT: paused writing '<tmp>'" to stderr and wait (for
-//           a test to kill it),
-//   enospc  fail the write with ENOSPC, as a full disk does.
+// The cache fault of the tests (core/test_hooks.h; tests/e2e/faults.cpp), reached half-way
+// through the pixels of the temporary file: NoSpace fails the write with ENOSPC, as a full disk
+// does; Kill and Pause stop the process with the half-written file on disk, as a crash leaves it.
 void cache_fault_point(const std::string& tmp, std::FILE* f, CacheWriter& out) {
-  const char* fault = std::getenv("EMBER_TEST_CACHE_FAULT");
-  if (fault == nullptr || *fault == '\0') return;
-  const std::string what = fault;
-  if (what == "enospc") {
+  const test_hooks::Action fault = test_hooks::cache_fault();
+  if (fault == test_hooks::Action::None) return;
+  if (fault == test_hooks::Action::NoSpace) {
     out.fail(ENOSPC);
     return;
   }
-  std::fflush(f);  // the half-written file is on disk, as it would be after a crash
-  if (what == "kill") ::raise(SIGKILL);
-  if (what == "pause") {
-    std::fprintf(stderr, "ember: EMBER_TEST_CACHE_FAULT: paused writing '%s'\n", tmp.c_str());
-    std::fflush(stderr);
-    for (;;) ::pause();
-  }
-  std::fprintf(stderr, "ember: ignoring EMBER_TEST_CACHE_FAULT=%s (expected kill, pause or "
-               "enospc)\n", fault);
+  std::fflush(f);
+  test_hooks::stop(fault, "cache fault: paused writing '" + tmp + "'");
 }
 
 // The temporary files of write_cache: "<cache>.tmp.<pid>.<n>".

@@ -1,10 +1,10 @@
-// ember/data/stb_impl.cpp — the one translation unit that compiles stb_image (PNG and BMP).
+// ember/data/stb_impl.cpp — the one translation unit that compiles stb_image (BMP only).
 //
 // stb_image is a single header that holds its implementation behind STB_IMAGE_IMPLEMENTATION.
 // We compile it here with STB_IMAGE_STATIC, so all of its functions stay private to this file
 // and a program that links ember and compiles its own copy of stb_image gets no duplicate
-// symbols; the rest of ember calls the two wrappers below. JPEG goes to libjpeg instead
-// (data/image_decode.cpp), so only the PNG and BMP decoders are built.
+// symbols; the rest of ember calls the two wrappers below. JPEG goes to libjpeg and PNG to libpng
+// instead (data/image_decode.cpp), so only the BMP decoder is built.
 #include <climits>
 #include <cstddef>
 
@@ -12,7 +12,6 @@
 
 #define STB_IMAGE_STATIC
 #define STB_IMAGE_IMPLEMENTATION
-#define STBI_ONLY_PNG
 #define STBI_ONLY_BMP
 #define STBI_NO_STDIO  // files are read by ember; stb only sees bytes in memory
 #define STBI_FAILURE_USERMSG

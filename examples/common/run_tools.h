@@ -1,7 +1,9 @@
 // examples/common/run_tools.h — what the three training examples share besides their models:
-// checkpoints (--save-dir, --save-every, --keep-last, --resume), a run log (--log-dir: metrics.jsonl,
-// then loss.png and accuracy.png drawn by scripts/plot-run), the per-step time breakdown
-// (data, forward, backward, optimizer) printed at the end, and NVTX ranges (--nvtx).
+// checkpoints (--save-dir, --save-every, --keep-last, --resume), a run log (--log-dir:
+// metrics.jsonl, then loss.png and accuracy.png drawn by scripts/plot-run), the per-step time
+// breakdown (data, forward, backward, optimizer) printed at the end, and NVTX ranges (--nvtx).
+// add_run_flags also arms the library's test hooks from EMBER_TEST_* (core/test_hooks.h): that is
+// how the e2e tests, which run an example as a child process, crash it where they need to.
 //
 // Header-only and not part of the library, like models.h. A training loop uses it so:
 //
@@ -39,6 +41,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/ember.h"
+#include "core/test_hooks.h"
 #include "data/data.h"
 #include "nn/nn.h"
 #include "optim/checkpoint.h"
@@ -63,6 +66,9 @@ struct RunFlags {
 };
 
 inline void add_run_flags(CLI::App& app, RunFlags& f, int64_t default_log_every) {
+  // Every example calls this first, before it touches data or checkpoints, so the hooks are armed
+  // before any fault point can be reached. A build without test hooks ignores the variables.
+  ember::test_hooks::arm_from_environment();
   f.log_every = default_log_every;
   app.add_option("--save-dir", f.save_dir,
                  "write checkpoints (model, optimizer, RNG, data position) to this folder, and "
@@ -230,7 +236,6 @@ class RunTools {
       throw ember::ValueError("--resume without a path needs --save-dir (the folder to resume "
                               "from); or give it a checkpoint file or folder");
     }
-    if (const char* v = std::getenv("EMBER_TEST_PAUSE_AT_STEP")) pause_at_step_ = std::atoll(v);
   }
 
   StepTimer timer;
@@ -288,7 +293,8 @@ class RunTools {
     if (checkpoints_ && flags_.save_every > 0 && at.step % flags_.save_every == 0) {
       save_checkpoint(parts, at);
     }
-    if (pause_at_step_ > 0 && at.step == pause_at_step_) pause_for_test(at);
+    const int64_t pause_at = ember::test_hooks::pause_at_step();  // 0 unless a test armed it
+    if (pause_at > 0 && at.step == pause_at) pause_for_test(at);
     timer.begin_step();
   }
 
@@ -397,16 +403,14 @@ class RunTools {
     last_mb_ = static_cast<double>(fs::file_size(path, ec)) / 1e6;
   }
 
-  // EMBER_TEST_PAUSE_AT_STEP=N: stop after step N (its checkpoint written, if one was due), say
-  // so on stderr and wait to be killed — tests/e2e/kill_resume.cpp's "crash between
-  // checkpoints".
+  // The pause-at-step test hook (core/test_hooks.h): stop after step N (its checkpoint written,
+  // if one was due), say so on stderr and wait to be killed — tests/e2e/kill_resume.cpp's "crash
+  // between checkpoints".
   [[noreturn]] void pause_for_test(const ember::optim::Progress& at) {
-    std::fprintf(stderr, "EMBER_TEST_PAUSE_AT_STEP: paused after step %lld (epoch %lld, batch "
-                 "%lld)\n", static_cast<long long>(at.step), static_cast<long long>(at.epoch),
-                 static_cast<long long>(at.batch));
-    std::fflush(stdout);
-    std::fflush(stderr);
-    for (;;) ::pause();
+    ember::test_hooks::stop(ember::test_hooks::Action::Pause,
+                            "pause at step: paused after step " + std::to_string(at.step) +
+                                " (epoch " + std::to_string(at.epoch) + ", batch " +
+                                std::to_string(at.batch) + ")");
   }
 
   void draw_plots() {
@@ -436,7 +440,6 @@ class RunTools {
   std::optional<std::chrono::steady_clock::time_point> interval_start_;
   int64_t saves_ = 0;
   double save_ms_ = 0, max_save_ms_ = 0, last_mb_ = 0;
-  int64_t pause_at_step_ = 0;
 };
 
 }  // namespace examples

@@ -1,5 +1,5 @@
-// fuzz/targets/image.cpp — data::decode_image: format sniffing, JPEG through libjpeg, PNG and BMP
-// through stb_image, the area resize.
+// fuzz/targets/image.cpp — data::decode_image: format sniffing, JPEG through libjpeg, PNG through
+// libpng, BMP through stb_image, the area resize.
 //
 // Input: byte 0 = target height - 1 (low 6 bits) and channels (bit 6: RGB, else gray), byte 1 =
 // target width - 1 (low 6 bits), then the file.

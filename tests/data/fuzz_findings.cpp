@@ -1,6 +1,8 @@
 // What the fuzzers found (fuzz/regressions/README.md has the list), each written down as a small
 // test of the behaviour that was wrong, next to the replay of the exact input that found it
-// (tests/data/fuzz_corpus.cpp).
+// (tests/data/fuzz_corpus.cpp). The PNG findings were holes in stb_image, which decoded PNG
+// until libpng took over (data/image_decode.cpp); their tests stay, as tests of what libpng and
+// ember's checks around it must still do with those inputs.
 
 #include <cstring>
 #include <string>
@@ -135,8 +137,9 @@ TEST_CASE("fuzz finding: a PNG pixel whose colour index is past its palette is r
           "[data][image][fuzz]") {
   // The same hole in stb_image's PNG decoder (found by CI's 60-s run): a 5x5 8-bit palette image
   // with 16 colours whose Paeth-filtered third row decodes to colour 22 at its first pixel.
-  // stb_image looks indices up in a stack array it filled only with the file's entries, so such
-  // a pixel came from uninitialised memory and two decodes differed.
+  // stb_image looked indices up in a stack array it filled only with the file's entries, so such
+  // a pixel came from uninitialised memory and two decodes differed. libpng colours it black and
+  // warns; the PNG specification calls it an error, and ember refuses the file, naming the pixel.
   std::vector<uint8_t> a(4), b(4);
   const Bytes bad = palette_png(4, 1, 8, 4, {1, 200, 3, 0});
   const std::string why = decode(bad, a, 0x00);
@@ -148,8 +151,9 @@ TEST_CASE("fuzz finding: a PNG pixel whose colour index is past its palette is r
   REQUIRE(decode(good, b, 0xFF).empty());
   CHECK(a == std::vector<uint8_t>{40, 0, 120, 80});
   CHECK(a == b);
-  // The check reads the rows as stb_image does: packed 1-, 2- and 4-bit pixels, filtered rows,
-  // and the seven passes of an interlaced image, where pixel (x, y) is not the x-th of its row.
+  // The check sees the indices where they are in the image: packed 1-, 2- and 4-bit pixels,
+  // filtered rows, and the seven passes of an interlaced image, where pixel (x, y) is not the x-th
+  // of its row.
   std::vector<uint8_t> idx(8 * 8, 1);
   idx[5 * 8 + 6] = 3;  // pixel 6 of row 5 of an 8x8 image: in Adam7's sixth pass
   for (int depth : {2, 4, 8}) {
@@ -172,8 +176,8 @@ TEST_CASE("fuzz finding: a PNG pixel whose colour index is past its palette is r
   std::vector<uint8_t> c(8);
   CHECK_THAT(decode(palette_png(8, 1, 1, 1, {0, 0, 0, 0, 0, 0, 0, 1}), c, 0),
              Contains("bad PNG: pixel 7 of row 0 has colour 1, but the palette holds 1 colours"));
-  // stb stops at IEND without reading the bytes IEND claims; so does the check (the 10-minute
-  // run's input: an IEND chunk claiming 148 bytes the file does not have).
+  // The 10-minute run's input: an IEND chunk claiming 148 bytes the file does not have. The pixel
+  // is checked before libpng reads on to IEND, so the bad pixel is the reason, not the short IEND.
   Bytes iend_lies = palette_png(4, 1, 8, 4, {1, 200, 3, 0});
   iend_lies[iend_lies.size() - 9] = 148;  // IEND's length field: 00 00 00 94
   CHECK_THAT(decode(iend_lies, a, 0x00),
@@ -186,9 +190,10 @@ TEST_CASE("fuzz finding: a PNG pixel whose colour index is past its palette is r
 
 TEST_CASE("fuzz finding: a PNG whose deflate data uses distance code 30 is refused",
           "[data][image][fuzz]") {
-  // stb_image's inflater reads the invalid distance codes 30 and 31 as distance 0 and copies
-  // output bytes nothing has written (found by the 10-minute run). A fixed-Huffman block by hand:
-  // the filter byte 0, the literal 10, then "length 3 at distance code D", then the block's end.
+  // stb_image's inflater read the invalid distance codes 30 and 31 as distance 0 and copied
+  // output bytes nothing had written (found by the 10-minute run); libpng's zlib refuses them. A
+  // fixed-Huffman block by hand: the filter byte 0, the literal 10, then "length 3 at distance
+  // code D", then the block's end.
   auto gray_png = [](uint32_t distance_code) {
     Bytes z = {0x78, 0x01};
     uint32_t acc = 0;
@@ -207,7 +212,9 @@ TEST_CASE("fuzz finding: a PNG whose deflate data uses distance code 30 is refus
     code(distance_code, 5);   // fixed distance codes are 5 bits
     code(0, 7);               // end of block
     if (nbits > 0) z.push_back(static_cast<uint8_t>(acc));
-    z.insert(z.end(), 4, 0);  // the Adler-32, which stb does not check
+    // The Adler-32 of what distance code 0 decodes to (the filter byte and 10, 10, 10, 10).
+    const uint8_t rows[5] = {0, 10, 10, 10, 10};
+    put_be32(z, static_cast<uint32_t>(adler32(adler32(0, nullptr, 0), rows, 5)));
     Bytes png = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
     Bytes ihdr;
     put_be32(ihdr, 4);
@@ -220,9 +227,11 @@ TEST_CASE("fuzz finding: a PNG whose deflate data uses distance code 30 is refus
   };
   std::vector<uint8_t> out(4);
   CHECK_THAT(decode(gray_png(30), out, 0),
-             Contains("bad PNG: its compressed pixel data is corrupt (zlib: invalid distance code, "
-                      "after 2 bytes of rows)"));
-  CHECK_THAT(decode(gray_png(31), out, 0), Contains("bad PNG: its compressed pixel data is corrupt"));
+             Contains("bad PNG: its compressed pixel data is corrupt (libpng: IDAT: invalid "
+                      "distance code)"));
+  CHECK_THAT(decode(gray_png(31), out, 0),
+             Contains("bad PNG: its compressed pixel data is corrupt (libpng: IDAT: invalid "
+                      "distance code)"));
   // Distance code 0 (distance 1) is the same stream made valid: the pixel repeated.
   REQUIRE(decode(gray_png(0), out, 0xEE).empty());
   CHECK(out == std::vector<uint8_t>{10, 10, 10, 10});
@@ -250,7 +259,8 @@ TEST_CASE("fuzz finding: an empty IDX array with huge sizes is refused, not laid
 TEST_CASE("fuzz finding: a PNG cut inside its IHDR still gets the size check", "[data][image][fuzz]") {
   // The file ends two bytes after IHDR's height (4 x 2024686176): the pixel limit was checked only
   // when the bit depth and colour type were there too, so stb's "Very large image (corrupt?)" was
-  // the reason, without the sizes.
+  // the reason, without the sizes. The limit is read from IHDR's bytes before libpng reads the
+  // header, which it would refuse as cut short, without the sizes either.
   const Bytes png = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, 'I', 'H', 'D', 'R',
                      0, 0, 0, 4, 0x78, 0xAE, 0x42, 0x60, 0x82};
   DecodeScratch scratch;
@@ -330,22 +340,28 @@ TEST_CASE("fuzz finding: a palette BMP whose pixel offset lies inside its header
   CHECK(decode(bmp, out, 0) == decode(bmp, out, 0xFF));
 }
 
-TEST_CASE("fuzz finding: a PNG chunk longer than the file is refused before stb_image allocates it",
+TEST_CASE("fuzz finding: a PNG chunk longer than the file is refused without allocating its claim",
           "[data][image][fuzz][limits]") {
-  // stb_image grows its compressed-data buffer to an IDAT chunk's claimed length before reading
+  // stb_image grew its compressed-data buffer to an IDAT chunk's claimed length before reading
   // it: a 150-byte file claiming 2^31 bytes made it allocate 2 GiB (libFuzzer's out-of-memory).
-  Bytes png = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, 'I', 'H', 'D', 'R',
-               0, 0, 0, 4, 0, 0, 0, 4, 8, 0, 0, 0, 0, 1, 2, 3, 4,  // 4x4 gray, then a CRC
-               0x7F, 0xFF, 0xFF, 0xFF, 'I', 'D', 'A', 'T', 0x78, 0x9C, 1, 2, 3, 4, 5, 6};
+  // libpng reads a chunk in pieces of at most 8 KiB, so the file ends first, and the reason says
+  // which chunk claimed what.
+  Bytes png = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+  png_chunk(png, "IHDR", {0, 0, 0, 4, 0, 0, 0, 4, 8, 0, 0, 0, 0});  // 4x4 gray
+  const Bytes idat = {0x7F, 0xFF, 0xFF, 0xFF, 'I', 'D', 'A', 'T', 0x78, 0x9C, 1, 2, 3, 4, 5, 6};
+  png.insert(png.end(), idat.begin(), idat.end());
   std::vector<uint8_t> out(4);
   CHECK_THAT(decode(png, out, 0),
              Contains("truncated PNG: its chunk 'IDAT' at byte 33 claims 2147483647 bytes, but the "
                       "file has 8 bytes after the chunk's header"));
+  // The fuzzer's file had a made-up IHDR CRC, which stb_image never checked; libpng does.
+  png[32] ^= 0xFF;
+  CHECK_THAT(decode(png, out, 0), Contains("bad PNG: IHDR: CRC error"));
 }
 
 TEST_CASE("fuzz finding: a PNG whose first IDAT chunk is empty decodes like one without it",
           "[data][image][fuzz]") {
-  // stb_image copies an empty IDAT met before any data into its still-null buffer, memcpy(NULL,
+  // stb_image copied an empty IDAT met before any data into its still-null buffer, memcpy(NULL,
   // p, 0), which UBSan stops on (found by CI's 60-s run). An empty IDAT is legal and holds nothing:
   // the file must decode to the same pixels as the file without it, wherever the empty ones are.
   const Bytes rows = {0, 10, 20, 30, 40};  // filter byte 0, then a 4x1 8-bit gray row
@@ -373,13 +389,13 @@ TEST_CASE("fuzz finding: a PNG whose first IDAT chunk is empty decodes like one 
     REQUIRE(decode(gray_png(before, after), out, 0xEE).empty());
     CHECK(out == std::vector<uint8_t>{10, 20, 30, 40});
   }
-  // Only an empty IDAT: there are no rows, and stb says so.
+  // Only an empty IDAT: there are no rows, and libpng says so.
   Bytes none = gray_png(0, 0);
   none.resize(33);  // the signature and IHDR
   png_chunk(none, "IDAT", {});
   png_chunk(none, "IEND", {});
   std::vector<uint8_t> out(4);
-  CHECK_THAT(decode(none, out, 0), Contains("bad PNG"));
+  CHECK_THAT(decode(none, out, 0), Contains("bad PNG: Not enough image data"));
 }
 
 TEST_CASE("fuzz finding: a BMP with no pixels is refused before stb_image walks its rows",

@@ -3,9 +3,10 @@
 // cache (reuse, invalidation, damage) and train_val_split. Everything is generated in a temp
 // folder that is removed afterwards.
 //
-// PNG and BMP files come from stb_image_write. JPEGs come from ember's own data::write_jpeg
-// (libjpeg), not from stbi_write_jpg: stb's JPEG writer shifts negative ints (undefined
-// behaviour), which the sanitizer build of the tests (-fsanitize=undefined, no recovery) stops at.
+// PNG and BMP files come from stb_image_write, and PNGs of every colour type and bit depth from
+// make_png below. JPEGs come from ember's own data::write_jpeg (libjpeg), not from stbi_write_jpg:
+// stb's JPEG writer shifts negative ints (undefined behaviour), which the sanitizer build of the
+// tests (-fsanitize=undefined, no recovery) stops at.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -119,6 +120,78 @@ void write_bmp(const std::string& path, const Image& im) {
 }
 std::vector<uint8_t> pixels(const Tensor& t) { return t.contiguous().to_vector<uint8_t>(); }
 
+// A PNG written sample by sample: w x h pixels of colour type `colour` (0 gray, 2 RGB, 3 palette,
+// 4 gray + alpha, 6 RGBA) at `depth` bits, `samples` holding each pixel's channels row by row
+// (palette: the index). Adam7-interlaced or not; `palette` is PLTE's RGB triples and `trns`
+// tRNS's bytes, each written when not empty. Row y takes filter y % 5 (none, sub, up, average,
+// Paeth), so libpng undoes all five; the compressed rows are split over two IDAT chunks.
+int png_channels(int colour) { return colour == 2 ? 3 : colour == 4 ? 2 : colour == 6 ? 4 : 1; }
+
+Bytes make_png(uint32_t w, uint32_t h, int depth, int colour, const std::vector<uint16_t>& samples,
+               bool interlaced, const Bytes& palette = {}, const Bytes& trns = {}) {
+  const size_t channels = static_cast<size_t>(png_channels(colour));
+  const size_t bpp = std::max<size_t>(1, channels * static_cast<size_t>(depth) / 8);  // filters'
+  Bytes png = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+  Bytes ihdr;
+  test::put_be32(ihdr, w);
+  test::put_be32(ihdr, h);
+  for (int v : {depth, colour, 0, 0, interlaced ? 1 : 0}) ihdr.push_back(static_cast<uint8_t>(v));
+  test::png_chunk(png, "IHDR", ihdr);
+  if (!palette.empty()) test::png_chunk(png, "PLTE", palette);
+  if (!trns.empty()) test::png_chunk(png, "tRNS", trns);
+  const uint32_t adam7[7][4] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
+                                {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};
+  const uint32_t whole[1][4] = {{0, 0, 1, 1}};
+  Bytes rows;
+  for (int p = 0; p < (interlaced ? 7 : 1); ++p) {
+    const uint32_t* ps = interlaced ? adam7[p] : whole[0];
+    if (ps[0] >= w) continue;  // a pass without columns has no rows at all
+    Bytes prev;
+    for (uint32_t y = ps[1]; y < h; y += ps[3]) {
+      Bytes row;
+      uint32_t bits = 0;
+      for (uint32_t x = ps[0]; x < w; x += ps[2]) {
+        for (size_t c = 0; c < channels; ++c, bits += static_cast<uint32_t>(depth)) {
+          const uint16_t v = samples[(size_t{y} * w + x) * channels + c];
+          if (depth == 16) {
+            row.push_back(static_cast<uint8_t>(v >> 8));
+            row.push_back(static_cast<uint8_t>(v));
+          } else {
+            if (bits % 8 == 0) row.push_back(0);
+            row.back() |= static_cast<uint8_t>(v << (8 - depth - static_cast<int>(bits % 8)));
+          }
+        }
+      }
+      if (prev.empty()) prev.assign(row.size(), 0);
+      const int filter = static_cast<int>(y % 5);
+      rows.push_back(static_cast<uint8_t>(filter));
+      for (size_t i = 0; i < row.size(); ++i) {
+        const int left = i >= bpp ? row[i - bpp] : 0, up = prev[i];
+        const int up_left = i >= bpp ? prev[i - bpp] : 0;
+        int predictor = 0;
+        if (filter == 1) predictor = left;
+        if (filter == 2) predictor = up;
+        if (filter == 3) predictor = (left + up) / 2;
+        if (filter == 4) {
+          const int pa = std::abs(up - up_left), pb = std::abs(left - up_left);
+          const int pc = std::abs(left + up - 2 * up_left);
+          predictor = pa <= pb && pa <= pc ? left : pb <= pc ? up : up_left;
+        }
+        rows.push_back(static_cast<uint8_t>(row[i] - predictor));
+      }
+      prev = row;
+    }
+  }
+  Bytes z(compressBound(static_cast<uLong>(rows.size())));
+  uLongf zn = static_cast<uLongf>(z.size());
+  REQUIRE(compress(z.data(), &zn, rows.data(), static_cast<uLong>(rows.size())) == Z_OK);
+  const auto half = static_cast<std::ptrdiff_t>(zn / 2), end = static_cast<std::ptrdiff_t>(zn);
+  test::png_chunk(png, "IDAT", Bytes(z.begin(), z.begin() + half));
+  test::png_chunk(png, "IDAT", Bytes(z.begin() + half, z.begin() + end));
+  test::png_chunk(png, "IEND", {});
+  return png;
+}
+
 int max_abs_diff_to(const std::vector<uint8_t>& v, int value) {
   int d = 0;
   for (uint8_t x : v) d = std::max(d, std::abs(int{x} - value));
@@ -215,6 +288,76 @@ TEST_CASE("image_decode: a solid colour decodes and resizes to that colour", "[d
   // Lossless formats: exact.
   CHECK(max_abs_diff_to(pixels(read_image(dir / "c.png", 7, 9, true)), luma) == 0);
   CHECK(max_abs_diff_to(pixels(read_image(dir / "c.bmp", 7, 9, true)), luma) == 0);
+}
+
+TEST_CASE("image_decode: every PNG colour type and bit depth, interlaced or not, decodes exactly",
+          "[data][image][png]") {
+  // What a PNG's samples become (OpenCV's reading, and stb_image's before libpng): 8-bit RGB,
+  // a 16-bit sample's high byte, 1-, 2- and 4-bit gray scaled to 0..255 (v * 255 / (2^depth - 1)),
+  // palette entries looked up, alpha and tRNS dropped. 13 x 11 pixels: Adam7's passes come out
+  // ragged, and the first pass is one pixel wide.
+  const uint32_t w = 13, h = 11;
+  const size_t npix = size_t{w} * h;
+  const Bytes palette = {10, 20, 30, 200, 100, 0, 0, 255, 7, 90, 90, 90, 1, 2, 3, 250, 251, 252};
+  const std::vector<std::pair<int, std::vector<int>>> kinds = {
+      {0, {1, 2, 4, 8, 16}}, {2, {8, 16}}, {3, {1, 2, 4, 8}}, {4, {8, 16}}, {6, {8, 16}}};
+  for (const auto& [colour, depths] : kinds) {
+    for (int depth : depths) {
+      for (bool interlaced : {false, true}) {
+        for (bool with_trns : {false, true}) {
+          if (with_trns && (colour == 4 || colour == 6)) continue;  // alpha already: no tRNS
+          INFO("colour type " << colour << ", depth " << depth << (interlaced ? ", interlaced" : "")
+                              << (with_trns ? ", tRNS" : ""));
+          const size_t channels = static_cast<size_t>(png_channels(colour));
+          const uint32_t max = (1u << depth) - 1;
+          const uint32_t colours = colour == 3 ? std::min<uint32_t>(max + 1, 6) : 0;
+          auto eight = [&](uint16_t v) {
+            return static_cast<uint8_t>(depth == 16 ? v >> 8 : depth < 8 ? v * 255 / max : v);
+          };
+          std::vector<uint16_t> samples;
+          std::vector<uint8_t> want;  // interleaved RGB
+          for (uint32_t i = 0; i < npix; ++i) {
+            const size_t first = samples.size();
+            for (uint32_t c = 0; c < channels; ++c) {
+              const uint32_t v = (i % w) * 7919u + (i / w) * 104729u + c * 31337u;
+              samples.push_back(static_cast<uint16_t>(colour == 3 ? v % colours : v & max));
+            }
+            for (size_t c = 0; c < 3; ++c) {
+              const uint16_t s = samples[first + (colour == 2 || colour == 6 ? c : 0)];
+              want.push_back(colour == 3 ? palette[3 * s + c] : eight(s));
+            }
+          }
+          Bytes trns;  // palette: alpha of the first entries; gray, RGB: one colour (2 bytes each)
+          if (with_trns && colour == 3) {
+            trns = {0, 128, 255};
+            trns.resize(std::min(3u, colours));
+          }
+          for (size_t c = 0; with_trns && colour != 3 && c < channels; ++c) {
+            trns.push_back(static_cast<uint8_t>(samples[c] >> 8));
+            trns.push_back(static_cast<uint8_t>(samples[c]));
+          }
+          const Bytes plte(palette.begin(), palette.begin() + 3 * colours);
+          const Bytes png = make_png(w, h, depth, colour, samples, interlaced, plte, trns);
+          DecodeScratch scratch;
+          std::vector<uint8_t> out(3 * npix, 0xEE);
+          REQUIRE(decode_image(png.data(), png.size(), h, w, 3, out.data(), scratch) == "");
+          CHECK(scratch.decoded_height == h);
+          CHECK(scratch.decoded_width == w);
+          std::vector<uint8_t> got(3 * npix);  // planar -> interleaved
+          for (size_t i = 0; i < npix; ++i) {
+            for (size_t c = 0; c < 3; ++c) got[3 * i + c] = out[c * npix + i];
+          }
+          CHECK(got == want);
+          // Grayscale is the BT.601 luma of the same RGB.
+          std::vector<uint8_t> gray(npix), luma = want;
+          rgb_to_gray_bt601(luma.data(), npix);
+          luma.resize(npix);
+          REQUIRE(decode_image(png.data(), png.size(), h, w, 1, gray.data(), scratch) == "");
+          CHECK(gray == luma);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("image_decode: grayscale is BT.601 luma, RGB keeps the channels apart", "[data][image]") {
@@ -365,8 +508,34 @@ TEST_CASE("image_decode: broken files are rejected with a reason, never a crash"
   CHECK_THAT(reason(Bytes(jpg.begin(), jpg.begin() + jpg.size() / 2)), Contains("truncated JPEG"));
   CHECK_THAT(reason(Bytes(jpg.begin(), jpg.begin() + 40)), Contains("JPEG"));
   CHECK_THAT(reason(Bytes(jpg.begin(), jpg.end() - 2)), Contains("truncated JPEG"));
-  CHECK_FALSE(reason(Bytes(png.begin(), png.begin() + png.size() / 2)).empty());
-  CHECK_FALSE(reason(Bytes(png.begin(), png.begin() + 20)).empty());
+  // PNG (libpng): cut in the pixel data, in the header, before IEND; a flipped bit; a bad header.
+  // The reason names the chunk the file ends in and what it claims.
+  const Bytes half(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(png.size() / 2));
+  CHECK_THAT(reason(half), Contains("truncated PNG: its chunk 'IDAT' at byte ") &&
+                               Contains("bytes after the chunk's header: the file is cut short"));
+  CHECK_THAT(reason(Bytes(png.begin(), png.begin() + 20)),
+             Contains("truncated PNG: its chunk 'IHDR' at byte 8 claims 13 bytes, but the file has "
+                      "4 bytes after the chunk's header"));
+  CHECK_THAT(reason(Bytes(png.begin(), png.end() - 12)),
+             Contains("truncated PNG: the file ends after " + std::to_string(png.size() - 12) +
+                      " bytes, where the chunk after 'IDAT' should begin (a PNG ends with an IEND "
+                      "chunk)"));
+  // A flipped bit in the compressed rows: zlib stops at it (what it reports depends on the bit),
+  // or, where the stream still inflates, the chunk's CRC does. A flipped bit in the CRC itself.
+  Bytes flipped = png;
+  flipped[png.size() / 2] ^= 0x10;
+  CHECK_THAT(reason(flipped),
+             Contains("bad PNG: its compressed pixel data is corrupt (libpng: IDAT: "));
+  flipped = png;
+  flipped[png.size() - 13] ^= 0x10;  // the last byte of the IDAT chunk's CRC (IEND takes 12)
+  CHECK_THAT(reason(flipped),
+             Contains("bad PNG: its compressed pixel data is corrupt (libpng: IDAT: CRC error)"));
+  Bytes bad_colour(png.begin(), png.begin() + 33);  // the signature and IHDR, colour type 5
+  bad_colour[25] = 5;
+  const uint32_t crc = static_cast<uint32_t>(crc32(0, bad_colour.data() + 12, 17));
+  for (int k = 0; k < 4; ++k) bad_colour[29 + k] = static_cast<uint8_t>(crc >> (24 - 8 * k));
+  CHECK_THAT(reason(bad_colour), Contains("bad PNG: Invalid IHDR data (after libpng's warning: "
+                                          "Invalid color type in IHDR)"));
   CHECK_THAT(reason(Bytes(bmp.begin(), bmp.begin() + bmp.size() / 2)), Contains("truncated BMP"));
   // A JPEG whose pixel data is garbage: JPEG has no checksum, so this may decode (to garbage)
   // or be rejected, but it must not crash, hang or exit.
@@ -382,7 +551,12 @@ TEST_CASE("image_decode: broken files are rejected with a reason, never a crash"
   // read_image throws for them, naming the file.
   write_bytes(dir / "cut.jpg", Bytes(jpg.begin(), jpg.begin() + jpg.size() / 2));
   CHECK_THAT(error_of<IOError>([&] { read_image(dir / "cut.jpg", 8, 8); }),
-             Contains("cut.jpg") && Contains("truncated JPEG"));
+             Contains("cut.jpg") && Contains("truncated JPEG") &&
+                 Contains("(replace the file with an intact copy, or leave it out)"));
+  write_bytes(dir / "cut.png", half);
+  CHECK_THAT(error_of<IOError>([&] { read_image(dir / "cut.png", 8, 8); }),
+             Contains("cut.png: truncated PNG: its chunk 'IDAT'") &&
+                 Contains("(replace the file with an intact copy, or leave it out)"));
   CHECK_THAT(error_of<IOError>([&] { read_image(dir / "missing.jpg", 8, 8); }),
              Contains("does not exist"));
 }

@@ -153,7 +153,8 @@ TEST_CASE("limits: a 100000x100000 PNG or BMP is refused before decoding, with b
 TEST_CASE("limits: a PNG claiming more pixel rows than its bytes can inflate to is refused",
           "[data][image][limits]") {
   // 16000x16000 RGBA is under the pixel limit, but its 1 GB of rows cannot come out of 80 bytes
-  // (deflate expands at most 1032:1); stb_image would allocate the gigabyte before finding out.
+  // (deflate expands at most 1032:1). Without the check ember would allocate the decoded image,
+  // 768 MB of RGB, before libpng found the rows missing.
   const Bytes png = forged_png(16000, 16000, 6);
   CHECK_THAT(decode_reason(png),
              Contains("truncated PNG: the header claims 16000x16000 pixels (1024016000 bytes of "

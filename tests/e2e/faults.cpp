@@ -5,11 +5,12 @@
 //   - a read-only data folder: the cache is skipped with one warning, training goes on;
 //   - the disk full while writing the cache: a clear error naming ENOSPC and the size needed, the
 //     previous cache left intact, no temporary file left, training goes on. Twice: with the test
-//     seam EMBER_TEST_CACHE_FAULT=enospc (everywhere), and with a real 64 KiB tmpfs mounted on the
-//     cache folder where this machine lets a test mount one (a private mount namespace: nothing
-//     outside the test sees it).
-// The kill point comes from the seam EMBER_TEST_CACHE_FAULT=pause (data/image_folder.cpp), which
-// stops the write half-way through the temporary file; the test then sends SIGKILL.
+//     hook's cache fault EMBER_TEST_CACHE_FAULT=enospc (everywhere), and with a real 64 KiB tmpfs
+//     mounted on the cache folder where this machine lets a test mount one (a private mount
+//     namespace: nothing outside the test sees it).
+// The kill point comes from the cache fault EMBER_TEST_CACHE_FAULT=pause (core/test_hooks.h, armed
+// in the child through its environment), which stops the write half-way through the temporary
+// file; the test then sends SIGKILL. A build without test hooks skips the two tests that need it.
 //
 // The photos are twelve small JPEGs (six per class) written here; one epoch of the seed's CNN on
 // them takes a fraction of a second.
@@ -37,6 +38,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/ember.h"
+#include "core/test_hooks.h"
 #include "data/data.h"
 #include "test_files.h"
 
@@ -207,13 +209,24 @@ bool skip_reason() {
   return false;
 }
 
+// The tests that arm a cache fault also need a build with test hooks.
+bool skip_without_hooks() {
+  if (skip_reason()) return true;
+  if (!test_hooks::compiled()) {
+    std::cout << "SKIPPED: this build has no test hooks for the cache fault "
+                 "(EMBER_TEST_HOOKS=OFF)\n";
+    return true;
+  }
+  return false;
+}
+
 const char* const kCacheName = "imagefolder-50x50-gray.bin";
 
 }  // namespace
 
 TEST_CASE("faults: killed while writing the image cache, the next start notices and rebuilds",
           "[data][image][faults][process]") {
-  if (skip_reason()) return;
+  if (skip_without_hooks()) return;
   TempDir dir;
   const std::string root = dir / "PetImages", cache_dir = root + "/.ember-cache";
   make_photos(root, 6);
@@ -222,7 +235,7 @@ TEST_CASE("faults: killed while writing the image cache, the next start notices 
   const pid_t pid = spawn(dir.str(), "killed", root, {"EMBER_TEST_CACHE_FAULT=pause"});
   REQUIRE(pid > 0);
   const auto start = std::chrono::steady_clock::now();
-  while (read_text(dir / "killed.err").find("EMBER_TEST_CACHE_FAULT: paused") == std::string::npos) {
+  while (read_text(dir / "killed.err").find("ember: cache fault: paused") == std::string::npos) {
     int status = 0;
     REQUIRE(waitpid(pid, &status, WNOHANG) == 0);  // still running
     REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::minutes(5));
@@ -256,9 +269,10 @@ TEST_CASE("faults: killed while writing the image cache, the next start notices 
   CHECK(count(after, "interrupted") == 0);
 }
 
-TEST_CASE("faults: a full disk while writing the cache (test seam): a clear error, the old cache intact",
-          "[data][image][faults][process]") {
-  if (skip_reason()) return;
+TEST_CASE(
+    "faults: a full disk while writing the cache (test hook): a clear error, the old cache intact",
+    "[data][image][faults][process]") {
+  if (skip_without_hooks()) return;
   TempDir dir;
   const std::string root = dir / "PetImages", cache = root + "/.ember-cache/" + kCacheName;
   make_photos(root, 6);
@@ -303,7 +317,7 @@ TEST_CASE("faults: a full disk while writing the cache (a real 64 KiB tmpfs)",
   });
   if (status == kNoNamespace) {
     std::cout << "SKIPPED: this machine does not let a test mount a tmpfs in a private mount "
-                 "namespace (the test seam variant above covers the full disk)\n";
+                 "namespace (the test hook variant above covers the full disk)\n";
     return;
   }
   INFO(output(d, "fits") << output(d, "full"));

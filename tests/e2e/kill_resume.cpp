@@ -3,11 +3,12 @@
 // being written — and started again with --resume. Its final weights must equal, bit for bit,
 // those of a run that was never interrupted.
 //
-// The kill points come from two test seams: EMBER_TEST_PAUSE_AT_STEP=N makes the example stop
-// after step N and wait (examples/common/run_tools.h); EMBER_TEST_SAVE_FAULT=pause@K makes the
-// K-th atomic file write stop half-way through its temporary file and wait, and kill@K makes it
-// SIGKILL itself there (core/serialize.h). The test then sends SIGKILL itself: nothing runs
-// after it, exactly as after a crash or a power cut (minus the page cache).
+// The kill points come from two test hooks (core/test_hooks.h), armed in the child through its
+// environment: EMBER_TEST_PAUSE_AT_STEP=N makes the example stop after step N and wait
+// (examples/common/run_tools.h); EMBER_TEST_SAVE_FAULT=pause@K makes the K-th atomic file write
+// stop half-way through its temporary file and wait, and kill@K makes it SIGKILL itself there
+// (core/serialize.h). The test then sends SIGKILL itself: nothing runs after it, exactly as after
+// a crash or a power cut (minus the page cache). A build without test hooks skips these tests.
 //
 // The data is the first 1280 samples of Fashion-MNIST (Debian's dataset-fashion-mnist, which
 // scripts/install-deps installs): 2 epochs of 20 steps, a checkpoint every 7 steps.
@@ -31,6 +32,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/ember.h"
+#include "core/test_hooks.h"
 #include "data/data.h"
 #include "test_files.h"
 
@@ -179,6 +181,11 @@ bool skip_reason() {
     std::cout << "SKIPPED: examples/mnist_mlp was not built (EMBER_BUILD_EXAMPLES=OFF)\n";
     return true;
   }
+  if (!test_hooks::compiled()) {
+    std::cout << "SKIPPED: this build has no test hooks to crash the run with "
+                 "(EMBER_TEST_HOOKS=OFF)\n";
+    return true;
+  }
   if (!fs::exists(std::string(data::kFashionMnistDir))) {
     std::cout << "SKIPPED: no Fashion-MNIST at " << data::kFashionMnistDir
               << " (scripts/install-deps installs Debian's dataset-fashion-mnist)\n";
@@ -200,7 +207,7 @@ TEST_CASE("kill -9 mnist_mlp between checkpoints, resume: the same final weights
     // Step 17 is in the middle of epoch 0, three steps after the checkpoint of step 14.
     Process p(dir, "first", with(common_args(run), {"--log-dir", logs}),
               {"EMBER_TEST_PAUSE_AT_STEP=17"});
-    p.kill_when("paused after step 17");
+    p.kill_when("ember: pause at step: paused after step 17");
   }
   CHECK(checkpoint_names(run) == std::vector<std::string>{"checkpoint-000000007.safetensors",
                                                           "checkpoint-000000014.safetensors"});
@@ -236,7 +243,7 @@ TEST_CASE("kill -9 mnist_mlp while it writes a checkpoint, resume: the same fina
   const std::string run = dir / "killed";
   {
     Process p(dir, "first", common_args(run), {"EMBER_TEST_SAVE_FAULT=pause@4"});
-    p.kill_when("EMBER_TEST_SAVE_FAULT: paused writing");
+    p.kill_when("ember: save fault: paused writing");
   }
   const std::vector<std::string> left = checkpoint_names(run);
   REQUIRE(left.size() == 3);
