@@ -1,10 +1,19 @@
-// Docs that cannot rot: README.md and every docs/*.md are read here and checked against the tree
-// they describe (the convention is spelled out in docs/README.md, "Keeping the docs true").
+// Docs that cannot rot: README.md, every docs/*.md and every folder's README.md (bench/gemm/,
+// fuzz/, tests/fixtures/, ...) are read here and checked against the tree they describe (the
+// convention is spelled out in docs/README.md, "Keeping the docs true").
 //
-//   paths      every repo path in an inline code span or a shell block (`core/ops/matmul.cpp`,
-//              `bench/gemm/`) exists (or, like `bench/bench_ddp`, names a program by its source); placeholders such as `core/ops/<op>.cpp` are skipped, and
-//              so are paths under a `<!-- new: PATH -->` the page declares (files an exercise
-//              asks the reader to create);
+//   paths      every repo path a page names, in prose, inline code or any fenced block
+//              (`core/ops/matmul.cpp`, `bench/gemm/`, `targets/idx.cpp` beside fuzz/README.md,
+//              a bare `engine.cpp`) exists (or, like `bench/bench_ddp`, names a program by its
+//              source), with "did you mean" when a file of that name lives elsewhere; a line
+//              (`path:123`, `file.cpp:120-140`) exists, and a name next to it (`path:123`,
+//              `name()`; `path name()`; `name` in `path`; an emulator report's launch site;
+//              gdb's echo of the line) is there; a "| kernel |" table names kernels of the
+//              files its section names. What counts as a path, the allow-list and the forms:
+//              "every repository path a doc names" below. Placeholders such as
+//              `core/ops/<op>.cpp` are skipped, and so are paths under a `<!-- new: PATH -->` the
+//              page declares (files an exercise asks the reader to create) and the exact paths of
+//              an `<!-- old: PATH -->` (a path as it was before a move, named on purpose);
 //   links      every relative Markdown link points at a file, and every #anchor at a heading;
 //   functions  every `name()` / `ns::name()` / `x.name()` span names an identifier that some
 //              source file calls, declares or defines (followed by '(' or '<');
@@ -99,7 +108,10 @@ struct Doc {
   std::vector<Span> links;  // relative link targets, e.g. "tour.md#the-tape"
   std::set<std::string> anchors;
   std::vector<std::string> created;   // <!-- new: PATH -->: paths the reader is told to create
+  std::vector<std::string> former;    // <!-- old: PATH -->: paths named as they were before a move
   std::vector<std::string> problems;  // malformed markers
+  std::vector<std::string> lines;     // the text, line by line
+  std::vector<bool> in_block;         // lines[i] is a fence or inside a fenced block
 };
 
 bool is_created(const Doc& d, const std::string& path) {
@@ -125,6 +137,8 @@ Doc parse(const std::string& name, const std::string& text) {
   Doc d;
   d.name = name;
   const std::vector<std::string> lines = split_lines(text);
+  d.lines = lines;
+  d.in_block.assign(lines.size(), false);
   std::string pending_quote;
   int pending_line = 0;
   bool pytorch_table = false;  // inside a table whose first column is headed "PyTorch..."
@@ -142,7 +156,12 @@ Doc parse(const std::string& name, const std::string& text) {
       b.lang = trim(t.substr(3));
       b.quote = pending_quote;
       pending_quote.clear();
-      for (++i; i < lines.size() && !starts_with(trim(lines[i]), "```"); ++i) b.body.push_back(lines[i]);
+      d.in_block[i] = true;
+      for (++i; i < lines.size() && !starts_with(trim(lines[i]), "```"); ++i) {
+        b.body.push_back(lines[i]);
+        d.in_block[i] = true;
+      }
+      if (i < lines.size()) d.in_block[i] = true;
       d.blocks.push_back(b);
       continue;
     }
@@ -151,12 +170,13 @@ Doc parse(const std::string& name, const std::string& text) {
                            ": <!-- quote: --> must be followed directly by a fenced code block");
       pending_quote.clear();
     }
-    if (starts_with(t, "<!-- new:")) {
+    if (starts_with(t, "<!-- new:") || starts_with(t, "<!-- old:")) {
       const size_t end = t.find("-->");
       const std::string p = trim(t.substr(9, end == std::string::npos ? std::string::npos : end - 9));
       if (end == std::string::npos || p.empty())
-        d.problems.push_back(name + ":" + std::to_string(ln) + ": malformed new-path marker: " + t);
-      else d.created.push_back(p);
+        d.problems.push_back(name + ":" + std::to_string(ln) + ": malformed " + t.substr(5, 3) +
+                             "-path marker: " + t);
+      else (t[5] == 'n' ? d.created : d.former).push_back(p);
       continue;
     }
     if (starts_with(t, "<!-- quote:")) {
@@ -222,14 +242,15 @@ bool is_source_file(const fs::path& p) {
   return ext.count(p.extension().string()) > 0;
 }
 
-// Every identifier that some source file puts right before '(' or '<' (a call, a declaration,
-// a definition, a template).
+// Every identifier that some source file (C++, or one of the repo's Python scripts) puts right
+// before '(' or '<' (a call, a declaration, a definition, a template).
 const std::set<std::string>& called_identifiers() {
   static const std::set<std::string> ids = [] {
     std::set<std::string> s;
     for (const std::string& top : repo_top_dirs()) {
       for (const auto& e : fs::recursive_directory_iterator(kRoot / top)) {
-        if (!e.is_regular_file() || !is_source_file(e.path())) continue;
+        if (!e.is_regular_file() || !(is_source_file(e.path()) || e.path().extension() == ".py"))
+          continue;
         const std::string t = read_text(e.path());
         for (size_t i = 0; i < t.size();) {
           const unsigned char c = static_cast<unsigned char>(t[i]);
@@ -249,16 +270,6 @@ const std::set<std::string>& called_identifiers() {
     return s;
   }();
   return ids;
-}
-
-// Does a token look like a path inside the repo: top-level folder first, no placeholders?
-bool looks_like_repo_path(const std::string& tok) {
-  if (tok.find('/') == std::string::npos) return false;
-  for (char c : tok)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' || c == '-'))
-      return false;
-  const std::string first = tok.substr(0, tok.find('/'));
-  return repo_top_dirs().count(first) > 0;
 }
 
 std::string strip_punct(std::string t) {
@@ -282,24 +293,460 @@ bool is_program_source(const std::string& path) {
   return is_program_target(fs::path(path).filename().string());
 }
 
-std::vector<std::string> check_paths(const Doc& d) {
-  std::vector<std::string> out;
-  auto check = [&](int line, const std::string& raw) {
-    for (const std::string& w : words(raw)) {
-      const std::string tok = strip_punct(w);
-      if (!looks_like_repo_path(tok) || is_created(d, tok)) continue;
-      if (!fs::exists(kRoot / tok) && !is_program_source(tok))
-        out.push_back(d.name + ":" + std::to_string(line) + ": no such file or folder: " + tok);
-    }
+// ---- every repository path a doc names --------------------------------------------------------
+//
+// A reference is a word of a page (prose, inline code, or any fenced block: commands, C++, pasted
+// output) that names a file or folder of the repository:
+//   - a path whose first folder is a top-level folder of the repo (`core/tensor.h`, `bench/gemm/`),
+//     or, in a page below the top, a folder beside the page (`targets/idx.cpp` in fuzz/README.md);
+//   - a bare file name with a source, script or text extension (`engine.cpp`, `ops.txt`), which
+//     some file of the repo must carry (the page's own folder first);
+// either with a line or a range after it: `path:123`, `file.cpp:120-140`, `file.h line 123`.
+// In prose a path also needs a file extension or a final '/' (there `nn/optim` is a word).
+// Not references, by this rule: placeholders (`core/ops/<op>.cpp`, `kernels/cuda/*.cu`), build
+// outputs and the reader's own files (`build/...`, `DIR/loss.png`, `/usr/local/cuda`,
+// `../shared/seeds/`: their first folder is none of the repo's), URLs, and not_in_repo() below.
+//
+// A name attached to a reference must be in the file:
+//   `path:N name()` / `path:N`, `name`          name within kNear lines of N (or of the range)
+//   `path name()` / `path`, `name` / `name()` in `path` / `name` (`path`) / path name(...)
+//                                              name somewhere in the file
+//   NAME (launched at path:N)                  (emulator reports) NAME within kNear lines of N
+//   ... at path:N, then "N<TAB>source"         (gdb) line N of the file is that source
+// A line number with none of these is "bare": reported as a warning, since it drifts unseen.
+
+constexpr long kNear = 5;
+
+// Names that look like repo files but are not, each with the reason.
+const std::map<std::string, std::string>& not_in_repo() {
+  static const std::map<std::string, std::string> m = {
+      {"main.py", "the reader's own PyTorch script (from_pytorch.md, CUDA_VISIBLE_DEVICES)"},
+      {"stb_image.h", "Debian's libstb-dev header <stb/stb_image.h> (data/stb_impl.cpp), not ours"},
+      {"summary.md", "what scripts/gpu-check writes into its --run folder (gpu.md)"},
   };
-  for (const Span& s : d.spans) check(s.line, s.text);
-  for (const Block& b : d.blocks) {
-    if (!is_shell(b.lang)) continue;
-    for (size_t i = 0; i < b.body.size(); ++i) {
-      const std::string code = b.body[i].substr(0, b.body[i].find('#'));  // comments are prose
-      check(b.line + 1 + static_cast<int>(i), code);
+  return m;
+}
+
+bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// The name in `name`, `ns::name`, `name()`, `name(a, b)` (and `name<T>` with `templ`: in inline
+// code `fuzz_<target>` is a placeholder); "" for anything else.
+std::string identifier_of(const std::string& s, bool templ = false) {
+  size_t e = 0;
+  while (e < s.size() && (is_ident_char(s[e]) || s[e] == ':')) ++e;
+  if (e == 0 || std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == ':' || s[e - 1] == ':')
+    return "";
+  const std::string rest = s.substr(e);
+  if (!rest.empty() && !(rest.front() == '(' && rest.back() == ')') &&
+      !(templ && rest.front() == '<' && rest.back() == '>'))
+    return "";
+  const std::string name = s.substr(0, e);
+  const size_t c = name.rfind(':');
+  return c == std::string::npos ? name : name.substr(c + 1);
+}
+
+// A call as written in a comment: `name(...)`, punctuation after it allowed.
+std::string call_of(std::string w) {
+  while (!w.empty() && std::string(",;:.").find(w.back()) != std::string::npos) w.pop_back();
+  if (w.find('(') == std::string::npos || w.back() != ')') return "";
+  return identifier_of(w);
+}
+
+bool has_word(const std::string& line, const std::string& w) {
+  for (size_t p = line.find(w); p != std::string::npos; p = line.find(w, p + 1)) {
+    const size_t e = p + w.size();
+    if ((p == 0 || !is_ident_char(line[p - 1])) && (e >= line.size() || !is_ident_char(line[e])))
+      return true;
+  }
+  return false;
+}
+
+// Every file and folder of the repo by name (the top-level files, then the top-level folders'
+// trees; hidden folders and __pycache__ left out).
+struct RepoNames {
+  std::map<std::string, std::vector<std::string>> files, dirs;
+};
+
+const RepoNames& repo_names() {
+  static const RepoNames r = [] {
+    RepoNames r;
+    for (const auto& e : fs::directory_iterator(kRoot)) {
+      const std::string n = e.path().filename().string();
+      if (e.is_regular_file() && n[0] != '.') r.files[n].push_back(n);
+    }
+    for (const std::string& top : repo_top_dirs()) {
+      r.dirs[top].push_back(top);
+      for (auto it = fs::recursive_directory_iterator(kRoot / top);
+           it != fs::recursive_directory_iterator(); ++it) {
+        const std::string n = it->path().filename().string();
+        const std::string rel = it->path().lexically_relative(kRoot).generic_string();
+        if (it->is_directory()) {
+          if (n[0] == '.' || n == "__pycache__") it.disable_recursion_pending();
+          else r.dirs[n].push_back(rel);
+        } else if (it->is_regular_file()) {
+          r.files[n].push_back(rel);
+        }
+      }
+    }
+    return r;
+  }();
+  return r;
+}
+
+const std::vector<std::string>& lines_of(const std::string& rel) {
+  static std::map<std::string, std::vector<std::string>> cache;
+  auto it = cache.find(rel);
+  if (it == cache.end()) it = cache.emplace(rel, split_lines(read_text(kRoot / rel))).first;
+  return it->second;
+}
+
+// " (did you mean X?)" for a path that is not there: a file or folder of the same name elsewhere,
+// or of the same name less a `test_` prefix (the tests lost theirs when they moved into rooms);
+// of several, those sharing the most folder names with the missing path.
+std::string suggestion(std::string missing) {
+  const bool slash = !missing.empty() && missing.back() == '/';
+  while (!missing.empty() && missing.back() == '/') missing.pop_back();
+  const fs::path mp(missing);
+  const std::string name = mp.filename().string();
+  std::vector<std::string> cands;
+  auto add = [&](const std::map<std::string, std::vector<std::string>>& m, const std::string& n) {
+    const auto it = m.find(n);
+    if (it != m.end())
+      for (const std::string& c : it->second)
+        if (c != missing) cands.push_back(c);
+  };
+  for (const std::string& n : {name, starts_with(name, "test_") ? name.substr(5) : std::string()}) {
+    if (n.empty()) continue;
+    add(repo_names().files, n);
+    add(repo_names().dirs, n);
+  }
+  if (cands.empty()) return "";
+  std::set<std::string> folders;
+  for (const auto& c : mp.parent_path()) folders.insert(c.string());
+  std::map<int, std::vector<std::string>> by_score;
+  for (const std::string& c : cands) {
+    int score = 0;
+    for (const auto& f : fs::path(c).parent_path()) score += folders.count(f.string()) ? 1 : 0;
+    by_score[-score].push_back(c + (slash && fs::is_directory(kRoot / c) ? "/" : ""));
+  }
+  const std::vector<std::string>& best = by_score.begin()->second;
+  std::string s = " (did you mean ";
+  for (size_t i = 0; i < best.size() && i < 3; ++i) s += (i ? " or " : "") + best[i];
+  return s + "?)";
+}
+
+struct Ref {
+  int line = 0;              // in the doc
+  std::string text;          // as written, punctuation dropped: "kernels/cpu/conv.cpp:123"
+  std::string path;          // repo-relative ("kernels/cpu/conv.cpp"), or a bare file name
+  bool bare = false;         // a file name without its folder
+  long first = 0, last = 0;  // the lines named; 0: none
+  std::string name;          // an identifier attached to it
+  std::string echo;          // gdb's copy of line `first`
+};
+
+bool is_number(const std::string& x) {
+  return !x.empty() && x.size() < 8 && std::all_of(x.begin(), x.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
+}
+
+// One word as a reference; false when it is none.
+bool parse_ref(const Doc& d, const std::string& word, int line, Ref* r) {
+  std::string t = word;
+  while (!t.empty() && std::string("\"'([").find(t.front()) != std::string::npos) t.erase(0, 1);
+  while (!t.empty() && std::string("\"'),;:.]!?").find(t.back()) != std::string::npos) t.pop_back();
+  if (starts_with(t, ".../")) t = t.substr(4);  // an abbreviated absolute path in pasted output
+  if (t.find("://") != std::string::npos) return false;
+  long first = 0, last = 0;
+  const size_t colon = t.find(':');
+  if (colon != std::string::npos) {
+    const std::string num = t.substr(colon + 1);
+    const size_t dash = num.find('-');
+    const std::string a = num.substr(0, dash),
+                      b = dash == std::string::npos ? a : num.substr(dash + 1);
+    if (!is_number(a) || !is_number(b)) return false;
+    first = std::stol(a), last = std::stol(b);
+    t = t.substr(0, colon);
+  }
+  if (t.empty()) return false;
+  for (char c : t)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' ||
+          c == '-'))
+      return false;
+  r->line = line;
+  r->text =
+      t + (first ? ":" + std::to_string(first) + (last != first ? "-" + std::to_string(last) : "")
+                 : "");
+  r->first = first, r->last = last;
+  if (t.find('/') != std::string::npos) {
+    const std::string top = t.substr(0, t.find('/'));
+    const fs::path dir = fs::path(d.name).parent_path();
+    const bool at_top = repo_top_dirs().count(top) > 0;
+    const bool beside =
+        !dir.empty() && !top.empty() && top != "." && top != ".." && fs::exists(kRoot / dir / top);
+    if (!at_top && !beside) return false;
+    // In a page below the top a folder beside it wins when the path is there (optim/ in
+    // tests/fixtures/README.md is tests/fixtures/optim/).
+    r->path = beside && (!at_top || (!fs::exists(kRoot / t) && fs::exists(kRoot / dir / t)))
+                  ? (dir / t).generic_string()
+                  : t;
+    return true;
+  }
+  static const std::set<std::string> ext = {".h",   ".hpp", ".cpp",   ".cc", ".c",  ".cu",
+                                            ".cuh", ".py",  ".cmake", ".sh", ".md", ".txt"};
+  const fs::path p(t);
+  if (!ext.count(p.extension().string()) || p.stem().empty() || p.stem().string()[0] == '.')
+    return false;
+  r->path = t;
+  r->bare = true;
+  return true;
+}
+
+// "[x](target)" -> "[x]": link targets are check_links's, relative to the page.
+std::string drop_link_targets(std::string s) {
+  for (size_t p = s.find("]("); p != std::string::npos; p = s.find("](", p + 1)) {
+    const size_t q = s.find(')', p);
+    if (q == std::string::npos) break;
+    s.erase(p + 1, q - p);
+  }
+  return s;
+}
+
+// Prose or a line of a fenced block. In prose a path needs a file extension or a final '/'
+// (`nn/optim` and `examples/s` are words there).
+void scan_text(const Doc& d, int line, const std::string& text, const std::string& next, bool prose,
+               std::vector<Ref>* out) {
+  const std::vector<std::string> w = words(text);
+  for (size_t j = 0; j < w.size(); ++j) {
+    Ref r;
+    if (!parse_ref(d, w[j], line, &r)) continue;
+    if (prose && !r.bare && r.path.back() != '/' && fs::path(r.path).extension().empty()) continue;
+    // FILE line N
+    if (r.first == 0 && j + 2 < w.size() && w[j + 1] == "line") {
+      const std::string n = strip_punct(w[j + 2]);
+      if (is_number(n)) {
+        r.first = r.last = std::stol(n);
+        r.text += " line " + n;
+      }
+    }
+    // NAME (launched at PATH:N): the emulator's report of a launch site.
+    if (r.first > 0 && j >= 3 && w[j - 1] == "at" && w[j - 2] == "(launched")
+      r.name = identifier_of(w[j - 3], true);
+    // FRAME at PATH:N, then gdb's "N<TAB>source" on the next line.
+    if (r.first > 0 && j >= 1 && w[j - 1] == "at" &&
+        starts_with(next, std::to_string(r.first) + "\t"))
+      r.echo = next.substr(std::to_string(r.first).size() + 1);
+    // PATH name(...): a comment that names a function of the file.
+    if (r.name.empty() && j + 1 < w.size()) r.name = call_of(w[j + 1]);
+    out->push_back(r);
+  }
+}
+
+std::vector<Ref> references(const Doc& d) {
+  std::vector<Ref> refs;
+  bool open = false;  // a code span runs on from the line before (it may, within a paragraph)
+  for (size_t i = 0; i < d.lines.size(); ++i) {
+    const std::string& s = d.lines[i];
+    const int ln = static_cast<int>(i) + 1;
+    if (d.in_block[i]) {
+      open = false;
+      if (starts_with(trim(s), "```")) continue;
+      const bool more = i + 1 < d.lines.size() && d.in_block[i + 1];
+      scan_text(d, ln, s, more ? d.lines[i + 1] : "", false, &refs);
+      continue;
+    }
+    if (trim(s).empty()) open = false;
+    if (starts_with(trim(s), "<!-- "))
+      continue;  // a marker: its path is the excerpt's, or declared
+    // The line as prose and code spans, alternating: segs[k] is a span when k is odd.
+    std::vector<std::string> segs;
+    if (open) segs.push_back("");
+    open = open != (std::count(s.begin(), s.end(), '`') % 2 == 1);
+    for (size_t p = 0;;) {
+      const size_t a = s.find('`', p);
+      if (a == std::string::npos) {
+        segs.push_back(s.substr(p));
+        break;
+      }
+      segs.push_back(s.substr(p, a - p));
+      const size_t b = s.find('`', a + 1);
+      segs.push_back(
+          s.substr(a + 1, b == std::string::npos ? b : b - a - 1));  // to the end: it runs on
+      if (b == std::string::npos) break;
+      p = b + 1;
+    }
+    for (size_t k = 0; k < segs.size(); ++k) {
+      if (k % 2 == 0) {
+        scan_text(d, ln, drop_link_targets(segs[k]), "", true, &refs);
+        continue;
+      }
+      const std::vector<std::string> w = words(segs[k]);
+      for (size_t j = 0; j < w.size(); ++j) {
+        Ref r;
+        if (!parse_ref(d, w[j], ln, &r)) continue;
+        if (w.size() == 2 && j == 0) r.name = call_of(w[1]);  // `path name()`
+        if (w.size() == 1) {
+          // `path`, `name` / [`path`](link), `name`
+          const std::string after = k + 2 < segs.size() ? drop_link_targets(segs[k + 1]) : "";
+          if (k + 2 < segs.size() && after.find_first_not_of(" ,]") == std::string::npos)
+            r.name = identifier_of(segs[k + 2]);
+          // `name` in `path` / `name` of `path` / `name` (`path`)
+          const std::string before = k >= 2 ? trim(segs[k - 1]) : "";
+          if (r.name.empty() && k >= 2 &&
+              (before == "in" || before == "of" || before == "(" || before == "in [" ||
+               before == "of [" || before == "(["))
+            r.name = identifier_of(segs[k - 2]);
+        }
+        refs.push_back(r);
+      }
     }
   }
+  return refs;
+}
+
+// A table whose first column is headed "kernel" (docs/kernels.md) lists kernels of the files its
+// section names (in code or a link, from the heading above to the next): each must be in one of
+// them. When a file is split, the section must name the new file.
+std::vector<std::string> check_kernel_tables(const Doc& d) {
+  std::vector<std::string> out;
+  const fs::path dir = fs::path(d.name).parent_path();
+  std::vector<Ref> refs = references(d);
+  for (const Span& l : d.links) {  // links too: [`kernels/cuda/conv.cu`](../kernels/cuda/conv.cu)
+    Ref r;
+    r.line = l.line;
+    r.path =
+        (dir / l.text.substr(0, l.text.find_first_of("# "))).lexically_normal().generic_string();
+    refs.push_back(r);
+  }
+  auto heading = [&](size_t i) { return !d.in_block[i] && starts_with(d.lines[i], "#"); };
+  for (size_t i = 0; i < d.lines.size(); ++i) {
+    const std::string t = trim(d.lines[i]);
+    if (d.in_block[i] || !(starts_with(t, "| kernel |") || starts_with(t, "| kernels |"))) continue;
+    size_t top = i, end = i;
+    while (top > 0 && !heading(top)) --top;
+    while (end < d.lines.size() && !heading(end)) ++end;
+    std::vector<std::string> files;
+    for (const Ref& r : refs)
+      if (!r.bare && r.line > static_cast<int>(top) && r.line <= static_cast<int>(end) &&
+          fs::is_regular_file(kRoot / r.path) &&
+          std::find(files.begin(), files.end(), r.path) == files.end())
+        files.push_back(r.path);
+    for (size_t row = i + 2; row < d.lines.size() && starts_with(trim(d.lines[row]), "|"); ++row) {
+      const std::string& s = d.lines[row];
+      const size_t a = s.find('|'), b = s.find('|', a + 1);
+      const std::string cell = s.substr(a + 1, b == std::string::npos ? b : b - a - 1);
+      for (size_t p = cell.find('`'); p != std::string::npos;) {
+        const size_t q = cell.find('`', p + 1);
+        if (q == std::string::npos) break;
+        const std::string name = identifier_of(cell.substr(p + 1, q - p - 1), true);
+        p = cell.find('`', q + 1);
+        if (name.empty()) continue;
+        bool found = false;
+        for (const std::string& f : files)
+          for (const std::string& l : lines_of(f)) found = found || has_word(l, name);
+        if (found) continue;
+        std::string named, in;
+        for (const std::string& f : files) named += (named.empty() ? "" : ", ") + f;
+        for (const auto& [fname, paths] : repo_names().files)
+          for (const std::string& f : paths) {
+            if (!is_source_file(f) || !starts_with(f, "kernels/")) continue;
+            for (const std::string& l : lines_of(f))
+              if (has_word(l, name)) {
+                in += (in.empty() ? "" : ", ") + f;
+                break;
+              }
+          }
+        out.push_back(d.name + ":" + std::to_string(row + 1) + ": kernel `" + name +
+                      "` is in none of the files its section names (" + named + ")" +
+                      (in.empty() ? "" : ": it is in " + in));
+      }
+    }
+  }
+  return out;
+}
+
+// Failures as "doc:line: what is wrong"; line numbers that nothing anchors go to *bare, and
+// *count counts the references seen.
+std::vector<std::string> check_paths(const Doc& d, std::vector<std::string>* bare = nullptr,
+                                     int* count = nullptr) {
+  std::vector<std::string> out;
+  for (const Ref& r : references(d)) {
+    if (count) ++*count;
+    const std::string where = d.name + ":" + std::to_string(r.line) + ": ";
+    if (not_in_repo().count(r.path) || is_created(d, r.path)) continue;
+    if (std::find(d.former.begin(), d.former.end(), r.path) != d.former.end()) continue;
+    if (r.bare && std::any_of(d.created.begin(), d.created.end(), [&](const std::string& c) {
+          return fs::path(c).filename() == r.path;
+        }))
+      continue;
+    std::vector<std::string> found;
+    if (!r.bare) {
+      if (fs::exists(kRoot / r.path) || is_program_source(r.path)) found.push_back(r.path);
+    } else {
+      const fs::path dir = fs::path(d.name).parent_path();
+      const auto it = repo_names().files.find(r.path);
+      if (!dir.empty() && fs::is_regular_file(kRoot / dir / r.path))
+        found.push_back((dir / r.path).generic_string());
+      else if (it != repo_names().files.end()) found = it->second;
+    }
+    if (found.empty()) {
+      out.push_back(where + "no such file or folder: " + r.path + suggestion(r.path));
+      continue;
+    }
+    if (r.first == 0 && r.name.empty()) continue;
+    if (found.size() > 1) {
+      // A bare name with a line: the file of that name the page names with its folder.
+      std::vector<std::string> named;
+      for (const std::string& f : found)
+        for (const std::string& l : d.lines)
+          if (l.find(f) != std::string::npos) {
+            named.push_back(f);
+            break;
+          }
+      if (named.size() == 1) found = named;
+    }
+    if (found.size() > 1) {
+      if (r.first == 0) continue;  // a name in one of several files of that name: not checked
+      std::string all;
+      for (const std::string& f : found) all += (all.empty() ? "" : ", ") + f;
+      out.push_back(where + r.text + ": which " + r.path + "? (" + all + "): give its folder");
+      continue;
+    }
+    const std::string file = found[0];
+    if (!fs::is_regular_file(kRoot / file)) continue;  // a folder or a program
+    const std::vector<std::string>& src = lines_of(file);
+    const long n = static_cast<long>(src.size());
+    if (r.first > 0 && (r.first > r.last || r.last > n)) {
+      out.push_back(where + r.text + ": " + file + " has " + std::to_string(n) + " lines");
+      continue;
+    }
+    if (!r.echo.empty() && trim(src[r.first - 1]) != trim(r.echo))
+      out.push_back(where + r.text + ": line " + std::to_string(r.first) + " of " + file + " is `" +
+                    trim(src[r.first - 1]) + "`, not `" + trim(r.echo) + "`");
+    if (!r.name.empty()) {
+      const long lo = r.first > 0 ? std::max(1L, r.first - kNear) : 1;
+      const long hi = r.first > 0 ? std::min(n, r.last + kNear) : n;
+      bool near = false;
+      std::string at;
+      int shown = 0;
+      for (long l = 1; l <= n; ++l) {
+        if (!has_word(src[l - 1], r.name)) continue;
+        if (l >= lo && l <= hi) near = true;
+        if (shown++ < 3) at += (at.empty() ? "" : ", ") + std::to_string(l);
+      }
+      if (!near && r.first > 0)
+        out.push_back(where + "`" + r.name + "` is not within " + std::to_string(kNear) +
+                      " lines of " + r.text +
+                      (at.empty() ? ", nor anywhere in " + file
+                                  : " (" + file + " has it at line " + at + ")"));
+      else if (!near)
+        out.push_back(where + "`" + r.name + "` (named with " + r.text + ") is not in " + file);
+    }
+    if (r.first > 0 && r.name.empty() && r.echo.empty() && bare)
+      bare->push_back(where + r.text + " (no name next to it says what should be there)");
+  }
+  for (const std::string& p : check_kernel_tables(d)) out.push_back(p);
   return out;
 }
 
@@ -318,7 +765,7 @@ std::vector<std::string> check_links(const Doc& d, const std::map<std::string, D
     if (!file.empty()) {
       rel = (dir / file).lexically_normal().generic_string();
       if (!fs::exists(kRoot / rel)) {
-        out.push_back(where + ": no such file " + rel);
+        out.push_back(where + ": no such file " + rel + suggestion(rel));
         continue;
       }
     }
@@ -606,6 +1053,7 @@ std::vector<std::string> check_commands(const Doc& d, std::vector<std::string>* 
 
 // ---- the documents ------------------------------------------------------------------------------
 
+// README.md, docs/*.md and every folder's README.md (bench/gemm/, fuzz/, tests/fixtures/, ...).
 std::map<std::string, Doc> all_docs() {
   std::map<std::string, Doc> docs;
   docs.emplace("README.md", parse("README.md", read_text(kRoot / "README.md")));
@@ -613,6 +1061,11 @@ std::map<std::string, Doc> all_docs() {
     if (e.path().extension() != ".md") continue;
     const std::string rel = "docs/" + e.path().filename().string();
     docs.emplace(rel, parse(rel, read_text(e.path())));
+  }
+  for (const auto& [name, paths] : repo_names().files) {
+    if (name != "README.md") continue;
+    for (const std::string& rel : paths)
+      if (!docs.count(rel)) docs.emplace(rel, parse(rel, read_text(kRoot / rel)));
   }
   return docs;
 }
@@ -625,12 +1078,17 @@ std::string joined(const std::vector<std::string>& v) {
 
 }  // namespace
 
-TEST_CASE("docs: every repo path named in README.md and docs/*.md exists", "[docs]") {
-  std::vector<std::string> bad;
+TEST_CASE("docs: every repo path the docs name exists and its lines and names match", "[docs]") {
+  std::vector<std::string> bad, bare;
+  int refs = 0;
   for (const auto& [name, d] : all_docs())
-    for (const std::string& p : check_paths(d)) bad.push_back(p);
+    for (const std::string& p : check_paths(d, &bare, &refs)) bad.push_back(p);
   INFO(joined(bad));
   CHECK(bad.empty());
+  CHECK(refs > 300);  // about 470 today; far fewer would mean the scanner stopped seeing them
+  if (!bare.empty())
+    WARN("line numbers with nothing next to them that says what is there (they drift unseen):\n" +
+         joined(bare));
 }
 
 TEST_CASE("docs: every relative link and #anchor resolves", "[docs]") {
@@ -722,4 +1180,88 @@ TEST_CASE("docs: the checker reports each kind of rot", "[docs]") {
   CHECK(cmds.find("no_such_example is no executable target") != std::string::npos);
   CHECK(cmds.find("no such script") != std::string::npos);
   CHECK(cmds.find("no test has the tag [no-such") != std::string::npos);
+}
+
+TEST_CASE("docs: the path check reports moved files and lines and names that drifted", "[docs]") {
+  // Line numbers into core/autograd/node.h, found here so that an edit there cannot break this.
+  const std::vector<std::string>& node_h = lines_of("core/autograd/node.h");
+  long edge = 0, far = 0;  // the line of `struct Edge {`; a line with no SavedTensor near it
+  for (long l = 1; l <= static_cast<long>(node_h.size()); ++l) {
+    if (starts_with(node_h[l - 1], "struct Edge {")) edge = l;
+    bool near = false;
+    for (long k = std::max(1L, l - kNear); k <= std::min<long>(node_h.size(), l + kNear); ++k)
+      near = near || has_word(node_h[k - 1], "SavedTensor");
+    if (!near && far == 0) far = l;
+  }
+  REQUIRE(edge > 0);
+  REQUIRE(far > 0);
+  const std::string E = std::to_string(edge), F = std::to_string(far),
+                    past = std::to_string(node_h.size() + 1);
+  const std::string text =
+      "# Title\n"
+      "`tests/test_gradcheck.cpp` and [the tape](../tests/test_autograd.cpp) moved; "
+      "`no_such_file.cpp`\n"
+      "`core/autograd/node.h:" +
+      past + "` is past the end; `core/autograd/node.h:" + E +
+      "`, `Edge` is right;\n"
+      "`core/autograd/node.h:" +
+      F +
+      "`, `SavedTensor` drifted; `core/autograd/node.h`, `no_such_name` is not there;\n"
+      "`no_such_other_name()` in `core/autograd/node.h`. In prose: core/ops/no_such_prose.cpp but "
+      "nn/optim is a word.\n"
+      "Not the repo's: `build/core/x.cpp`, `DIR/loss.png`, `core/ops/<op>.cpp`, stb_image.h line "
+      "1663, `core/dtype.h`.\n"
+      "```\n"
+      "Breakpoint 1, f() at core/autograd/node.h:" +
+      E + "\n" + E +
+      "\tstruct Nope {\n"
+      "  in kernel no_such_kernel (launched at core/autograd/node.h:" +
+      E +
+      ") on cuda:0\n"
+      "  the access: .../core/autograd/node.h:" +
+      E +
+      "\n"
+      "```\n"
+      "## A section on [`core/autograd/node.h`](../core/autograd/node.h)\n"
+      "| kernel | what |\n"
+      "|---|---|\n"
+      "| `Edge` | is there |\n"
+      "| `no_such_kernel<T>` | moved out |\n";
+  const Doc d = parse("docs/selftest.md", text + "<!-- old: core/dtype.h -->\n");
+  std::vector<std::string> bare;
+  int count = 0;
+  const std::string paths = joined(check_paths(d, &bare, &count)),
+                    links = joined(check_links(d, {{d.name, d}}));
+  INFO(paths << links << joined(bare));
+  CHECK(paths.find(
+            "docs/selftest.md:2: no such file or folder: tests/test_gradcheck.cpp (did you mean "
+            "tests/core/gradcheck.cpp?)") != std::string::npos);
+  CHECK(links.find("tests/test_autograd.cpp (did you mean tests/core/autograd.cpp?)") !=
+        std::string::npos);
+  CHECK(paths.find("no such file or folder: no_such_file.cpp") != std::string::npos);
+  CHECK(paths.find("node.h:" + past + ": core/autograd/node.h has " +
+                   std::to_string(node_h.size()) + " lines") != std::string::npos);
+  CHECK(paths.find("`Edge` is not") == std::string::npos);
+  CHECK(paths.find(
+            "docs/selftest.md:4: `SavedTensor` is not within 5 lines of core/autograd/node.h:" +
+            F) != std::string::npos);
+  CHECK(paths.find("`no_such_name` (named with core/autograd/node.h) is not in") !=
+        std::string::npos);
+  CHECK(paths.find("`no_such_other_name`") != std::string::npos);
+  CHECK(paths.find("core/ops/no_such_prose.cpp") != std::string::npos);
+  CHECK(paths.find("nn/optim") == std::string::npos);
+  for (const char* skipped : {"build/core", "DIR/", "<op>", "stb_image", "dtype.h"})
+    CHECK(paths.find(skipped) == std::string::npos);
+  CHECK(paths.find("docs/selftest.md:8: core/autograd/node.h:" + E + ": line " + E +
+                   " of core/autograd/node.h is `struct Edge {`, not `struct Nope {`") !=
+        std::string::npos);
+  CHECK(paths.find("`no_such_kernel` is not within 5 lines") != std::string::npos);
+  REQUIRE(bare.size() == 1);  // the access: a line number with nothing to say what is there
+  CHECK(bare[0].find("docs/selftest.md:11: core/autograd/node.h:" + E) != std::string::npos);
+  CHECK(
+      paths.find(
+          "docs/selftest.md:17: kernel `no_such_kernel` is in none of the files its section names "
+          "(core/autograd/node.h)") != std::string::npos);
+  CHECK(paths.find("kernel `Edge`") == std::string::npos);
+  CHECK(count == 14);  // the references above; build/, DIR/, <op> and nn/optim are none
 }
