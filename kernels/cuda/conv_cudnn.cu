@@ -1,5 +1,6 @@
 // ember/kernels/cuda/conv_cudnn.cu — ConvAlgo::Cudnn: the convolution through cuDNN, the
-// reference ember's own kernels (kernels/cuda/conv.cu) are tested and benchmarked against.
+// reference ember's own kernels (kernels/cuda/conv_im2col.cu, conv_implicit.cu) are tested and
+// benchmarked against.
 //
 // cuDNN is optional. CMake defines EMBER_WITH_CUDNN when it finds cudnn.h and libcudnn; without
 // it this file only says so (cudnn_built() is false and every call throws a DeviceError), and

@@ -1,5 +1,5 @@
 // ember/kernels/cuda/conv_index.h — the index arithmetic of the CUDA convolution kernels
-// (kernels/cuda/conv.cu), as plain host/device code: the CPU test suite
+// (kernels/cuda/conv_im2col.cu, conv_implicit.cu), as plain host/device code: the CPU test suite
 // (tests/kernels/conv_cuda.cpp) runs exactly the functions the GPU runs, on every machine.
 //
 // Letters as in kernels/conv_geometry.h: N batch, C/H/W input, K filters, R x S kernel,
@@ -190,7 +190,8 @@ EMBER_HOST_DEVICE inline int64_t im2col_source(const ConvIndex& g, int32_t j, in
 
 // ---- the bodies of the im2col path's kernels -----------------------------------------------------
 // One call = one thread's work for flat index i (< 2^31) of a chunk of images; the kernels in
-// kernels/cuda/conv.cu are grid-stride loops around them, and the CPU tests loop over them.
+// kernels/cuda/conv_im2col.cu are grid-stride loops around them, and the CPU tests loop over
+// them.
 
 // im2col: column element i = (n, j, pq) of the chunk, with pq fastest, is written to
 // col[n * n_stride + j * j_stride + pq] (the layouts are described at im2col_kernel). x points at
@@ -355,7 +356,7 @@ inline BackwardDataGemm make_backward_data_gemm(const ConvGeometry& g) {
   return b;
 }
 
-// ---- the implicit-GEMM kernel's tiles (kernels/cuda/conv.cu) ------------------------------------
+// ---- the implicit-GEMM kernel's tiles (kernels/cuda/conv_implicit.cu) ---------------------------
 // A block computes a kImplicitTileRows x implicit_tile_cols(cols) tile of `out`; the column
 // width follows the GEMM's column count so that a layer with 6 filters does not pay for 64.
 constexpr int kImplicitTileRows = 128;
