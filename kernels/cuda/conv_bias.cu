@@ -31,7 +31,7 @@ constexpr unsigned kFullMask = 0xffffffffu;
 template <typename T>
 __global__ void add_bias_kernel(FastDivmod by_PQ, FastDivmod by_K, const T* __restrict__ b,
                                 T* __restrict__ y, int64_t total) {
-  for (int64_t i = global_thread_id(); i < total; i += global_thread_count()) {
+  for (const int64_t i : grid_stride(total)) {
     const int32_t row = by_PQ.div(static_cast<int32_t>(i));
     int32_t n = 0, k = 0;
     by_K.divmod(row, &n, &k);
@@ -49,7 +49,7 @@ __global__ void bias_grad_rows_kernel(const T* __restrict__ dy, int64_t rows, in
   const int lane = threadIdx.x % kWarp;
   const int64_t warp = global_thread_id() / kWarp;
   const int64_t warps = global_thread_count() / kWarp;
-  for (int64_t row = warp; row < rows; row += warps) {
+  for (const int64_t row : grid_stride(warp, rows, warps)) {
     const T* src = dy + row * PQ;
     double s = 0.0;
     for (int64_t pq = lane; pq < PQ; pq += kWarp) s += static_cast<double>(src[pq]);
@@ -63,7 +63,7 @@ __global__ void bias_grad_rows_kernel(const T* __restrict__ dy, int64_t rows, in
 template <typename T>
 __global__ void bias_grad_finish_kernel(const double* __restrict__ partial, int64_t N, int64_t K,
                                         T* __restrict__ db) {
-  for (int64_t k = global_thread_id(); k < K; k += global_thread_count()) {
+  for (const int64_t k : grid_stride(K)) {
     double s = 0.0;
     for (int64_t n = 0; n < N; ++n) s += partial[n * K + k];
     db[k] = static_cast<T>(s);

@@ -62,7 +62,7 @@ int64_t column_budget() { return g_column_budget.load(std::memory_order_relaxed)
 template <typename T>
 __global__ void im2col_kernel(ConvIndex g, const T* __restrict__ x, T* __restrict__ col,
                               int64_t total, int64_t n_stride, int64_t j_stride) {
-  for (int64_t i = global_thread_id(); i < total; i += global_thread_count())
+  for (const int64_t i : grid_stride(total))
     im2col_element(g, x, col, static_cast<int32_t>(i), n_stride, j_stride);
 }
 
@@ -76,7 +76,7 @@ __global__ void im2col_kernel(ConvIndex g, const T* __restrict__ x, T* __restric
 template <typename T>
 __global__ void col2im_kernel(ConvIndex g, const T* __restrict__ dcol, T* __restrict__ dx,
                               int64_t total) {
-  for (int64_t i = global_thread_id(); i < total; i += global_thread_count())
+  for (const int64_t i : grid_stride(total))
     dx[i] = col2im_element(g, dcol, static_cast<int32_t>(i));
 }
 
@@ -86,7 +86,7 @@ __global__ void col2im_kernel(ConvIndex g, const T* __restrict__ dcol, T* __rest
 template <typename T>
 __global__ void transpose_dy_kernel(FastDivmod by_PQ, FastDivmod by_images, int32_t K,
                                     const T* __restrict__ dy, T* __restrict__ dyT, int64_t total) {
-  for (int64_t i = global_thread_id(); i < total; i += global_thread_count())
+  for (const int64_t i : grid_stride(total))
     dyT[i] = dy[transpose_dy_source(by_PQ, by_images, K, static_cast<int32_t>(i))];
 }
 

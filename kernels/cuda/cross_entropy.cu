@@ -103,7 +103,7 @@ __global__ void ce_forward_rows_kernel(int64_t N, int64_t C, const T* __restrict
   const int64_t warp_count = global_thread_count() / kWarp;
   // Every lane of a warp has the same i, so the loop (and every branch inside that depends
   // only on i or on warp-reduced values) is uniform across the warp, as the shuffles require.
-  for (int64_t i = warp_id; i < N; i += warp_count) {
+  for (const int64_t i : grid_stride(warp_id, N, warp_count)) {
     const T* row = logits + i * C;
     T m = static_cast<T>(-INFINITY);
     for (int64_t c = lane; c < C; c += kWarp) m = max_keep(m, row[c]);
@@ -131,7 +131,7 @@ __global__ void ce_forward_spatial_kernel(int64_t N, int64_t C, int64_t S,
                                           const T* __restrict__ weight, int64_t ignore_index,
                                           T* __restrict__ loss, T* __restrict__ stats) {
   const int64_t R = N * S;
-  for (int64_t r = global_thread_id(); r < R; r += global_thread_count()) {
+  for (const int64_t r : grid_stride(R)) {
     const T* row = logits + (r / S) * C * S + r % S;
     T m = static_cast<T>(-INFINITY);
     for (int64_t c = 0; c < C; ++c) m = max_keep(m, row[c * S]);
@@ -208,7 +208,7 @@ __global__ void ce_backward_kernel(int64_t N, int64_t C, int64_t S, const T* __r
   // The divisor of the mean lives on the device (written by ce_reduce_kernel): read it here
   // rather than on the host, so the host never waits for the forward to finish.
   const double scale = divisor ? 1.0 / static_cast<double>(divisor[0]) : 1.0;
-  for (int64_t e = global_thread_id(); e < total; e += global_thread_count()) {
+  for (const int64_t e : grid_stride(total)) {
     const int64_t n = e / (C * S);
     const int64_t c = (e / S) % C;
     const int64_t r = n * S + e % S;

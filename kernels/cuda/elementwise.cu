@@ -317,13 +317,13 @@ __global__ void __launch_bounds__(kBlock)
   int64_t scalar_start = 0;
   if (vectorized) {
     const int64_t nvec = n / V;
-    for (int64_t v = tid; v < nvec; v += nthreads) {
+    for (const int64_t v : grid_stride(tid, nvec, nthreads)) {
       const int64_t base = v * V;
       store_vec<V>(out + base, apply_vec<V, Out>(f, load_vec<V>(in + base)...));
     }
     scalar_start = nvec * V;
   }
-  for (int64_t i = scalar_start + tid; i < n; i += nthreads) out[i] = f(in[i]...);
+  for (const int64_t i : grid_stride(scalar_start + tid, n, nthreads)) out[i] = f(in[i]...);
 }
 
 // General path: element i of the loop (row-major over L.shape, i in [0, L.numel)) is
@@ -340,8 +340,7 @@ template <typename Index, typename F, typename Out, typename... In>
 __global__ void __launch_bounds__(kBlock)
     strided_kernel(StridedLoop<1 + sizeof...(In)> L, F f, Out* out, const In*... in) {
   constexpr int N = 1 + static_cast<int>(sizeof...(In));
-  const int64_t nthreads = global_thread_count();
-  for (int64_t i = global_thread_id(); i < L.numel; i += nthreads) {
+  for (const int64_t i : grid_stride(L.numel)) {
     int64_t off[N];
     if (L.ndim == 1) {
 #pragma unroll
@@ -386,8 +385,7 @@ __global__ void __launch_bounds__(kBlock)
     rows_kernel(StridedLoop<1 + sizeof...(In)> L, unsigned whole, F f, Out* out, const In*... in) {
   constexpr int N = 1 + static_cast<int>(sizeof...(In));
   const int64_t nvec = L.numel / V;
-  const int64_t nthreads = global_thread_count();
-  for (int64_t v = global_thread_id(); v < nvec; v += nthreads) {
+  for (const int64_t v : grid_stride(nvec)) {
     int64_t off[N];
     loop_offsets<N, Index>(L, static_cast<Index>(v * V), off);
     store_vec<V>(out + off[0],
@@ -456,9 +454,7 @@ void launch_elementwise(const StridedLoop<1 + sizeof...(In)>& L, const F& f, Out
 template <typename T>
 __global__ void __launch_bounds__(kBlock)
     arange_kernel(T* out, int64_t n, double start, double step) {
-  const int64_t nthreads = global_thread_count();
-  for (int64_t i = global_thread_id(); i < n; i += nthreads)
-    out[i] = convert<T>(start + static_cast<double>(i) * step);
+  for (const int64_t i : grid_stride(n)) out[i] = convert<T>(start + static_cast<double>(i) * step);
 }
 
 // The unsigned word type of T's size: pure data movement (where, same-dtype copies, fills)

@@ -119,11 +119,11 @@ __global__ void __launch_bounds__(kThreads)
     else *k = e / BN, *n = e % BN;           // stored [K, N]: n is contiguous
   };
 
-  for (int64_t z = blockIdx.z; z < batch; z += gridDim.z) {
+  for (const int64_t z : grid_stride(blockIdx.z, batch, gridDim.z)) {
     const T* A = a + z * stride_a;
     const T* B = b + z * stride_b;
     T* C = c + z * stride_c;
-    for (int64_t tm = blockIdx.y; tm < tiles_m; tm += gridDim.y) {
+    for (const int64_t tm : grid_stride(blockIdx.y, tiles_m, gridDim.y)) {
       const int64_t tile_m = tm * BM;
       T ra[kPerA], rb[kPerB];
       const auto fetch = [&](int64_t k0) {
@@ -217,8 +217,9 @@ void launch_tiled(int64_t M, int64_t N, int64_t K, double alpha, const void* a, 
   constexpr int BM = Tiles<T>::BM, BN = Tiles<T>::BN;
   const int64_t tiles_n = (N + BN - 1) / BN, tiles_m = (M + BM - 1) / BM;
   EMBER_CHECK(tiles_n <= 2147483647, "gemm on CUDA: N = ", N, " needs more than 2^31 - 1 blocks");
-  const dim3 grid(static_cast<unsigned>(tiles_n), static_cast<unsigned>(std::min<int64_t>(tiles_m, 65535)),
-                  static_cast<unsigned>(std::min<int64_t>(batch, 65535)));
+  // x is exact (one block per column tile); the blocks stride over row tiles (y) and batch (z).
+  const dim3 grid(static_cast<unsigned>(tiles_n), strided_blocks(tiles_m, 65535),
+                  strided_blocks(batch, 65535));
   EMBER_LAUNCH(grid, kThreads, 0, stream(), gemm_tiled_kernel<T, kTransA, kTransB>)(
       M, N, K, static_cast<T>(alpha), static_cast<const T*>(a), lda, stride_a,
       static_cast<const T*>(b), ldb, stride_b, static_cast<T>(beta), static_cast<T*>(c), ldc,

@@ -42,7 +42,7 @@ __global__ void first_out_of_range_kernel(const int64_t* __restrict__ index, int
                                           int64_t size, bool has_allowed, int64_t allowed,
                                           unsigned long long* first) {
   unsigned long long mine = kNoBadPosition;
-  for (int64_t i = global_thread_id(); i < n; i += global_thread_count()) {
+  for (const int64_t i : grid_stride(n)) {
     const int64_t v = index[i];
     const bool ok = (v >= 0 && v < size) || (has_allowed && v == allowed);
     if (!ok) {
@@ -98,7 +98,7 @@ __global__ void gather_kernel(StridedLoop<3> lines, int64_t len, int64_t ds0, in
                               const T* __restrict__ in) {
   const int64_t n_lines = lines.numel;
   const int64_t total = n_lines * len;
-  for (int64_t e = global_thread_id(); e < total; e += global_thread_count()) {
+  for (const int64_t e : grid_stride(total)) {
     int64_t l, j;
     if constexpr (kJFast) {
       l = e / len;
@@ -130,7 +130,7 @@ __global__ void scatter_add_kernel(StridedLoop<3> lines, int64_t len, int64_t ds
                                    int64_t ds2, T* __restrict__ out,
                                    const int64_t* __restrict__ index,
                                    const T* __restrict__ src) {
-  for (int64_t l = global_thread_id(); l < lines.numel; l += global_thread_count()) {
+  for (const int64_t l : grid_stride(lines.numel)) {
     int64_t off[3];
     loop_offsets(lines, l, off);
     T* o = out + off[0];
@@ -151,7 +151,7 @@ __global__ void index_select_kernel(int64_t outer, int64_t size, int64_t inner,
                                     const T* __restrict__ in, const int64_t* __restrict__ index,
                                     int64_t n, T* __restrict__ out) {
   const int64_t total = outer * n * inner;
-  for (int64_t e = global_thread_id(); e < total; e += global_thread_count()) {
+  for (const int64_t e : grid_stride(total)) {
     const int64_t k = e % inner;
     const int64_t t = e / inner;  // output row (o, i)
     const int64_t i = t % n;
@@ -185,7 +185,7 @@ __global__ void index_add_kernel(int64_t outer, int64_t size, int64_t inner, int
                                  const int64_t* __restrict__ index, int64_t n,
                                  const T* __restrict__ src) {
   const int64_t total = outer * groups * inner;
-  for (int64_t e = global_thread_id(); e < total; e += global_thread_count()) {
+  for (const int64_t e : grid_stride(total)) {
     const int64_t k = e % inner;
     const int64_t t = e / inner;
     const int64_t g = t % groups;
@@ -211,7 +211,7 @@ __global__ void index_add_kernel(int64_t outer, int64_t size, int64_t inner, int
 // emulator stops the replay at this node and reports the thread.
 __global__ void trap_out_of_range_kernel(const int64_t* __restrict__ index, int64_t n,
                                          int64_t size, bool has_allowed, int64_t allowed) {
-  for (int64_t i = global_thread_id(); i < n; i += global_thread_count()) {
+  for (const int64_t i : grid_stride(n)) {
     const int64_t v = index[i];
     if (!((v >= 0 && v < size) || (has_allowed && v == allowed))) __trap();  // index out of range
   }

@@ -81,12 +81,28 @@ void refuse_in_capture(const char* what, const char* advice);
 // enough that several blocks fit on one SM, large enough to hide memory latency.
 constexpr int kBlock = 256;
 
+// Blocks for one dimension of a grid that the kernel strides over (with grid_stride, below):
+// `needed` blocks, but at most `limit`, and at least 1. A kernel that strides may get fewer
+// blocks than its work needs: each block then takes a second pass, a third, ...
+//
+// In the emulation build EMBER_EMULATOR_GRID_CAP=N lowers the limit to N blocks, so that the
+// tests' small tensors make every strided kernel take those extra passes (docs/emulator.md).
+// Only a grid sized here is capped: a kernel with an exact grid (one block per tile, no loop)
+// sizes its grid itself and keeps it. A capped launch whose kernel never reaches a grid_stride
+// loop fails with a report, since the blocks it lost would have been skipped work.
+inline unsigned strided_blocks(int64_t needed, int64_t limit) {
+  int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(needed, limit));
+#ifdef EMBER_CUDA_EMULATED
+  blocks = ::ember::emu::cap_strided_blocks(blocks);
+#endif
+  return static_cast<unsigned>(blocks);
+}
+
 // Blocks for n independent items, kBlock threads each. Kernels use grid-stride loops
 // (for i = global id; i < n; i += total threads), so capping the grid is always correct: with
 // 2^16 blocks of 256 threads every SM of any current GPU is full, and a larger n simply loops.
 inline unsigned grid_for(int64_t n, int block = kBlock) {
-  const int64_t blocks = (n + block - 1) / block;
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks, 1 << 16)));
+  return strided_blocks((n + block - 1) / block, 1 << 16);
 }
 
 // The global thread id and the total thread count for grid-stride loops, in 64 bits so that
@@ -96,6 +112,80 @@ __device__ inline int64_t global_thread_id() {
 }
 __device__ inline int64_t global_thread_count() {
   return static_cast<int64_t>(gridDim.x) * blockDim.x;
+}
+
+// A grid-stride loop, written as a range:
+//
+//   for (int64_t i : grid_stride(n))                  // one thread per item
+//     ...                                             // = for (i = global_thread_id(); i < n;
+//                                                     //        i += global_thread_count())
+//   for (int64_t s : grid_stride(blockIdx.x, segments, gridDim.x))   // one block per segment
+//   for (int64_t row : grid_stride(warp, rows, warps))                // one warp per row
+//
+// grid_stride(first, end, step) visits first, first + step, ... while below end. Each visit is
+// one *pass* of the thread (or warp, or block) over its share of the work: with a grid that
+// covers the work, one pass; with a capped grid (strided_blocks), more.
+//
+// For nvcc this is the plain loop. In the emulation build the range also counts its passes and
+// tells the emulator when the loop ends, which is how EMBER_EMULATOR_COVERAGE's table knows, for
+// each kernel, how many blocks really took a second pass (docs/emulator.md). A loop that a kernel
+// writes by hand instead works, but is not counted, and under EMBER_EMULATOR_GRID_CAP a capped
+// launch whose kernel reaches no grid_stride loop fails.
+class GridStride {
+ public:
+  struct End {
+    int64_t end;
+  };
+  class Iterator {
+   public:
+    __device__ Iterator(int64_t i, int64_t step, int64_t* passes) : i_(i), step_(step) {
+#ifdef EMBER_CUDA_EMULATED
+      passes_ = passes;
+#else
+      (void)passes;
+#endif
+    }
+    __device__ int64_t operator*() const { return i_; }
+    __device__ Iterator& operator++() {
+      i_ += step_;
+      return *this;
+    }
+    __device__ bool operator!=(End e) const {
+      const bool more = i_ < e.end;
+#ifdef EMBER_CUDA_EMULATED
+      if (more) ++*passes_;
+#endif
+      return more;
+    }
+
+   private:
+    int64_t i_, step_;
+#ifdef EMBER_CUDA_EMULATED
+    int64_t* passes_;
+#endif
+  };
+
+  __device__ GridStride(int64_t first, int64_t end, int64_t step)
+      : first_(first), end_(end), step_(step) {}
+#ifdef EMBER_CUDA_EMULATED
+  ~GridStride() { ::ember::emu::note_stride_passes(passes_); }
+#endif
+  GridStride(const GridStride&) = delete;
+  GridStride& operator=(const GridStride&) = delete;
+
+  __device__ Iterator begin() { return Iterator(first_, step_, &passes_); }
+  __device__ End end() const { return End{end_}; }
+
+ private:
+  int64_t first_, end_, step_;
+  int64_t passes_ = 0;
+};
+
+__device__ inline GridStride grid_stride(int64_t first, int64_t end, int64_t step) {
+  return GridStride(first, end, step);
+}
+__device__ inline GridStride grid_stride(int64_t n) {
+  return GridStride(global_thread_id(), n, global_thread_count());
 }
 
 }  // namespace ember::kernels::cuda

@@ -105,7 +105,7 @@ struct SGDFlags {
 // vectorize; on the GPU a uniform branch costs next to nothing in a memory-bound loop).
 template <typename T>
 __global__ void sgd_kernel(TensorChunks tc, int64_t total_chunks, SGDCoeffs<T> c, SGDFlags f) {
-  for (int64_t chunk = blockIdx.x; chunk < total_chunks; chunk += gridDim.x) {
+  for (const int64_t chunk : grid_stride(blockIdx.x, total_chunks, gridDim.x)) {
     const ChunkRange r = find_chunk(tc, chunk);
     T* p = static_cast<T*>(tc.param[r.tensor]);
     const T* g = static_cast<const T*>(tc.grad[r.tensor]);
@@ -145,7 +145,7 @@ struct AdamFlags {
 template <typename T>
 __global__ void adam_kernel(TensorChunks tc, int64_t total_chunks, AdamCoeffs<T> c,
                             AdamFlags f) {
-  for (int64_t chunk = blockIdx.x; chunk < total_chunks; chunk += gridDim.x) {
+  for (const int64_t chunk : grid_stride(blockIdx.x, total_chunks, gridDim.x)) {
     const ChunkRange r = find_chunk(tc, chunk);
     T* p = static_cast<T*>(tc.param[r.tensor]);
     const T* g = static_cast<const T*>(tc.grad[r.tensor]);

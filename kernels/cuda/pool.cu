@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kBlock)
                               int64_t* __restrict__ idx) {
   const int64_t out_plane = g.P * g.Q;
   const int64_t total = g.N * g.C * out_plane;
-  for (int64_t t = global_thread_id(); t < total; t += global_thread_count()) {
+  for (const int64_t t : grid_stride(total)) {
     const int64_t plane = t / out_plane, r = t % out_plane;
     const int64_t p = r / g.Q, q = r % g.Q;
     const T* xp = x + plane * g.H * g.W;
@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(kBlock)
   const int64_t out_plane = g.P * g.Q;
   const int64_t total = g.N * g.C * out_plane;
   const double divisor = static_cast<double>(g.kernel_h * g.kernel_w);
-  for (int64_t t = global_thread_id(); t < total; t += global_thread_count()) {
+  for (const int64_t t : grid_stride(total)) {
     const int64_t plane = t / out_plane, r = t % out_plane;
     const int64_t p = r / g.Q, q = r % g.Q;
     const T* xp = x + plane * g.H * g.W;
@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(kBlock)
                                const int64_t* __restrict__ idx, T* __restrict__ dx) {
   const int64_t in_plane = g.H * g.W, out_plane = g.P * g.Q;
   const int64_t total = g.N * g.C * in_plane;
-  for (int64_t t = global_thread_id(); t < total; t += global_thread_count()) {
+  for (const int64_t t : grid_stride(total)) {
     const int64_t plane = t / in_plane, here = t % in_plane;
     const int64_t h = here / g.W, w = here % g.W;
     const Span ps = covering(h, g.stride_h, g.pad_h, g.kernel_h, g.P);
@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(kBlock)
   const int64_t in_plane = g.H * g.W, out_plane = g.P * g.Q;
   const int64_t total = g.N * g.C * in_plane;
   const double divisor = static_cast<double>(g.kernel_h * g.kernel_w);
-  for (int64_t t = global_thread_id(); t < total; t += global_thread_count()) {
+  for (const int64_t t : grid_stride(total)) {
     const int64_t plane = t / in_plane, here = t % in_plane;
     const int64_t h = here / g.W, w = here % g.W;
     const Span ps = covering(h, g.stride_h, g.pad_h, g.kernel_h, g.P);

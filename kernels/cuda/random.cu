@@ -44,7 +44,7 @@ __device__ inline double fma_t(double a, double b, double c) { return fma(a, b, 
 template <typename T>
 __global__ void uniform_kernel(T* __restrict__ out, int64_t n, uint64_t seed, uint64_t offset,
                                T low, T span) {
-  for (int64_t i = global_thread_id(); i < n; i += global_thread_count()) {
+  for (const int64_t i : grid_stride(n)) {
     const Philox4 r = philox4x32(seed, offset + static_cast<uint64_t>(i), 0);
     out[i] = fma_t(span, uniform01(r, T()), low);
   }
@@ -55,7 +55,7 @@ __global__ void uniform_kernel(T* __restrict__ out, int64_t n, uint64_t seed, ui
 template <typename T>
 __global__ void normal_kernel(T* __restrict__ out, int64_t n, uint64_t seed, uint64_t offset,
                               double mean, double stddev) {
-  for (int64_t i = global_thread_id(); i < n; i += global_thread_count()) {
+  for (const int64_t i : grid_stride(n)) {
     const Philox4 r = philox4x32(seed, offset + static_cast<uint64_t>(i), 0);
     const double u1 = 1.0 - uniform_double(r.v[0], r.v[1]);
     const double u2 = uniform_double(r.v[2], r.v[3]);
@@ -68,7 +68,7 @@ __global__ void normal_kernel(T* __restrict__ out, int64_t n, uint64_t seed, uin
 // bias of at most range / 2^64, negligible for any range a tensor can index.
 __global__ void randint_kernel(int64_t* __restrict__ out, int64_t n, uint64_t seed,
                                uint64_t offset, int64_t low, uint64_t range) {
-  for (int64_t i = global_thread_id(); i < n; i += global_thread_count()) {
+  for (const int64_t i : grid_stride(n)) {
     const Philox4 r = philox4x32(seed, offset + static_cast<uint64_t>(i), 0);
     const uint64_t bits = (static_cast<uint64_t>(r.v[0]) << 32) | r.v[1];
     out[i] = low + static_cast<int64_t>(bits % range);

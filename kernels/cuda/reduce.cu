@@ -254,8 +254,9 @@ __global__ void __launch_bounds__(kWarp * kRowWarps)
   const int t = warp * kWarp + lane;  // thread index within the block
   const int64_t segments = outer * splits;
   if (mode == RowMode::ThreadPerRow) {
+    const int64_t first = static_cast<int64_t>(blockIdx.x) * kWarp * kRowWarps + t;
     const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarp * kRowWarps;
-    for (int64_t o = static_cast<int64_t>(blockIdx.x) * kWarp * kRowWarps + t; o < outer; o += stride) {
+    for (const int64_t o : grid_stride(first, outer, stride)) {
       const typename R::elem_t* row = in + o * r;
       Acc a = red.identity();
       for (int64_t j = 0; j < r; ++j) a = red.combine(a, red.from_element(row[j], j));
@@ -266,7 +267,7 @@ __global__ void __launch_bounds__(kWarp * kRowWarps)
   if (mode == RowMode::WarpPerSegment) {
     const int64_t first = static_cast<int64_t>(blockIdx.x) * kRowWarps + warp;
     const int64_t stride = static_cast<int64_t>(gridDim.x) * kRowWarps;
-    for (int64_t s = first; s < segments; s += stride) {  // uniform within the warp
+    for (const int64_t s : grid_stride(first, segments, stride)) {  // uniform within the warp
       const int64_t o = s / splits, part = s % splits;
       const int64_t j0 = part * chunk, j1 = min64(r, j0 + chunk);
       const typename R::elem_t* row = in + o * r;
@@ -277,7 +278,7 @@ __global__ void __launch_bounds__(kWarp * kRowWarps)
     }
     return;
   }
-  for (int64_t s = blockIdx.x; s < segments; s += gridDim.x) {  // uniform within the block
+  for (const int64_t s : grid_stride(blockIdx.x, segments, gridDim.x)) {  // uniform in the block
     const int64_t o = s / splits, part = s % splits;
     const int64_t j0 = part * chunk, j1 = min64(r, j0 + chunk);
     const typename R::elem_t* row = in + o * r;
@@ -322,7 +323,7 @@ __global__ void __launch_bounds__(kColumnWidth * kColumnSlices)
   const int64_t width = static_cast<int64_t>(kColumnWidth) * groups;
   const int64_t tiles = ceil_div(inner, width);
   const int64_t items = outer * tiles * splits;
-  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {  // uniform within the block
+  for (const int64_t item : grid_stride(blockIdx.x, items, gridDim.x)) {  // uniform in the block
     const int64_t part = item % splits;
     const int64_t tile = (item / splits) % tiles;
     const int64_t o = item / splits / tiles;
@@ -356,7 +357,7 @@ __global__ void __launch_bounds__(kWarp * kRowWarps)
   const int lane = static_cast<int>(threadIdx.x);
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.y;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kRowWarps;
-  for (int64_t out = first; out < outputs; out += stride) {  // uniform within the warp
+  for (const int64_t out : grid_stride(first, outputs, stride)) {  // uniform within the warp
     Acc a = red.identity();
     for (int64_t s = lane; s < splits; s += kWarp) a = red.combine(a, partials[out * splits + s]);
     a = warp_reduce(red, a);
@@ -446,7 +447,7 @@ __global__ void __launch_bounds__(kBlock)
     prod_backward_kernel(int64_t outer, int64_t r, int64_t inner, const T* in, const T* grad,
                          T* grad_in) {
   const int64_t outputs = outer * inner;
-  for (int64_t out = global_thread_id(); out < outputs; out += global_thread_count()) {
+  for (const int64_t out : grid_stride(outputs)) {
     const int64_t o = out / inner, k = out % inner;
     const int64_t base = o * r * inner + k;
     double acc = 1.0;
@@ -474,8 +475,7 @@ template <typename T>
 __global__ void __launch_bounds__(kBlock)
     max_min_backward_kernel(int64_t total, int64_t r, int64_t inner, const T* grad,
                             const int64_t* indices, T* grad_in) {
-  const int64_t nthreads = global_thread_count();
-  for (int64_t e = global_thread_id(); e < total; e += nthreads) {
+  for (const int64_t e : grid_stride(total)) {
     const int64_t k = e % inner;
     const int64_t oj = e / inner;
     const int64_t j = oj % r;

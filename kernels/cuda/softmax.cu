@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(kWarp * kRowWarps)
   __shared__ T smem_max[kRowWarps];
   __shared__ double smem_sum[kRowWarps];
   const RowWalk w = row_walk(block_per_row);
-  for (int64_t row = w.first_row; row < outer; row += w.row_stride) {  // uniform in the group
+  for (const int64_t row : grid_stride(w.first_row, outer, w.row_stride)) {  // uniform in the group
     const T* xr = x + row * D;
     T* yr = y + row * D;
     T m = -INFINITY;
@@ -132,8 +132,7 @@ template <typename T>
 __global__ void __launch_bounds__(kBlock)
     softmax_columns_kernel(bool log, int64_t outer, int64_t D, int64_t inner, const T* x, T* y) {
   const int64_t total = outer * inner;
-  const int64_t nthreads = global_thread_count();
-  for (int64_t t = global_thread_id(); t < total; t += nthreads) {
+  for (const int64_t t : grid_stride(total)) {
     const int64_t o = t / inner, k = t % inner;
     const T* xc = x + o * D * inner + k;
     T* yc = y + o * D * inner + k;
@@ -166,7 +165,7 @@ __global__ void __launch_bounds__(kWarp * kRowWarps)
                                  const T* g, const T* y, T* dx) {
   __shared__ double smem_sum[kRowWarps];
   const RowWalk w = row_walk(block_per_row);
-  for (int64_t row = w.first_row; row < outer; row += w.row_stride) {  // uniform in the group
+  for (const int64_t row : grid_stride(w.first_row, outer, w.row_stride)) {  // uniform in the group
     const T* gr = g + row * D;
     const T* yr = y + row * D;
     T* out = dx + row * D;
@@ -188,8 +187,7 @@ __global__ void __launch_bounds__(kBlock)
     softmax_backward_columns_kernel(bool log, int64_t outer, int64_t D, int64_t inner,
                                     const T* g, const T* y, T* dx) {
   const int64_t total = outer * inner;
-  const int64_t nthreads = global_thread_count();
-  for (int64_t t = global_thread_id(); t < total; t += nthreads) {
+  for (const int64_t t : grid_stride(total)) {
     const int64_t o = t / inner, k = t % inner;
     const int64_t base = o * D * inner + k;
     double dot = 0.0;

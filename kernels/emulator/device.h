@@ -74,6 +74,16 @@ unsigned active_mask();
 
 // Bytes of the dynamic shared memory the current block was launched with.
 void* dynamic_shared_memory();
+
+// ---- the grid cap and the grid-stride coverage (kernels/emulator/scheduler.cpp) ---------------
+// kernels/cuda/launch.cuh's strided_blocks asks for `blocks` blocks in one grid dimension that
+// the kernel strides over: the answer is at most EMBER_EMULATOR_GRID_CAP (when set). A capped
+// answer is remembered until the next launch, which then counts as capped (LaunchConfig).
+int64_t cap_strided_blocks(int64_t blocks);
+// The largest block count cap_strided_blocks lowered since the last call (0: none), cleared.
+int64_t take_capped_blocks();
+// A grid_stride loop of the current CUDA thread ended after `passes` passes.
+void note_stride_passes(int64_t passes);
 }  // namespace ember::emu
 
 #define EMBER_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::ember::emu::dynamic_shared_memory())
@@ -319,6 +329,9 @@ struct LaunchConfig {
   const char* kernel;
   const char* file;
   int line;
+  // The blocks one of the grid's dimensions needed before EMBER_EMULATOR_GRID_CAP capped it; 0
+  // when the grid was not capped.
+  int64_t capped_from = 0;
 };
 
 // Runs body(closure) once on every thread of the grid (kernels/emulator/scheduler.cpp).
@@ -402,7 +415,10 @@ class Launcher {
 template <typename Call>
 Launcher<Call> make_launcher(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
                              const char* kernel, const char* file, int line, Call call) {
-  return Launcher<Call>(LaunchConfig{grid, block, shared_bytes, stream, kernel, file, line}, call);
+  // The grid was computed (strided_blocks) before this call: a cap it applied belongs to it.
+  return Launcher<Call>(LaunchConfig{grid, block, shared_bytes, stream, kernel, file, line,
+                                     take_capped_blocks()},
+                        call);
 }
 
 }  // namespace ember::emu

@@ -88,6 +88,33 @@ Stats stats();
 // CPU threads the emulator spreads blocks over (EMBER_EMULATOR_THREADS, default: all cores).
 int worker_threads();
 
+// ---- the grid cap: making every grid-stride loop loop ------------------------------------------
+// EMBER_EMULATOR_GRID_CAP=N: every grid dimension that a kernel strides over (sized with
+// kernels/cuda/launch.cuh's grid_for or strided_blocks) gets at most N blocks, so with the tests'
+// small tensors the blocks take a second pass, a third, ... over their grid_stride loops: the
+// pass arithmetic and the barriers that guard shared memory reused from one pass to the next
+// run, under the checkers. Exact grids are not capped. A capped launch whose kernel reaches no
+// grid_stride loop fails with a report (the work of the blocks it lost would be skipped).
+// 0: off (the default).
+int64_t grid_cap();
+void set_grid_cap(int64_t blocks);
+
+// The grid-stride coverage, per launch site: how many blocks took 0, 1, 2, or 3 or more passes
+// over their grid_stride loops (a block's count is its busiest thread's longest loop).
+// EMBER_EMULATOR_COVERAGE=1 prints coverage_table() to stderr when the program exits;
+// EMBER_EMULATOR_COVERAGE=<file> appends it to that file.
+struct StrideCoverage {
+  std::string kernel;  // as the launch names it: "reduce_rows_kernel"
+  std::string site;    // "kernels/cuda/reduce.cu:420"
+  int64_t launches = 0;
+  int64_t capped_launches = 0;  // whose grid EMBER_EMULATOR_GRID_CAP lowered
+  int64_t blocks = 0;
+  int64_t no_loop = 0;     // blocks that reached no grid_stride loop (an exact grid's kernel)
+  int64_t passes[4] = {};  // blocks by passes: 0, 1, 2, 3 or more
+};
+std::vector<StrideCoverage> stride_coverage();  // sorted by site
+std::string coverage_table();
+
 // Which of `physical` emulated devices a CUDA_VISIBLE_DEVICES value shows, in order, read as
 // the CUDA driver reads it: comma-separated indices; the list ends at the first entry that is not
 // a valid index not listed before ("-1", "", "x" hide everything after them). Exposed for tests.

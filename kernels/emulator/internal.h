@@ -290,6 +290,8 @@ struct BlockRun {
   BarrierReduce barrier_reduce = BarrierReduce::None;
   bool faulted = false;
   char* dynamic_shared = nullptr;
+  bool stride_loop = false;  // some thread reached a grid_stride loop (launch.cuh)
+  int64_t max_passes = 0;    // the most passes one such loop of one thread made
 };
 
 // Racecheck's record of the last accesses to one 4-byte word of shared memory in this block,
@@ -340,6 +342,10 @@ struct Grid {
   std::mutex fault_mu;
   cudaError_t error = cudaSuccess;
   std::string report;
+  // Grid-stride coverage: blocks that reached no grid_stride loop, and the others by the passes
+  // of their busiest loop (0, 1, 2, 3 or more).
+  std::atomic<int64_t> no_loop_blocks{0};
+  std::atomic<int64_t> pass_blocks[4] = {};
 };
 
 // The CUDA thread running on this CPU thread (nullptr outside kernels), and this CPU thread's

@@ -331,6 +331,28 @@ Globals& globals() {
                      s.kernel_seconds, worker_threads());
       });
     }
+    // The grid-stride coverage table (emulator.h): "1" prints it, anything else names a file to
+    // append it to (a CI step can keep it).
+    if (const char* cov = std::getenv("EMBER_EMULATOR_COVERAGE");
+        cov != nullptr && *cov != '\0' && std::string(cov) != "0") {
+      static const pid_t owner = getpid();  // a forked child (a death test) exits without it
+      std::atexit([] {
+        if (getpid() != owner) return;
+        const std::string table = coverage_table();
+        const std::string where = std::getenv("EMBER_EMULATOR_COVERAGE");
+        if (where == "1") {
+          std::fputs(table.c_str(), stderr);
+        } else if (FILE* f = std::fopen(where.c_str(), "a")) {
+          std::fputs(table.c_str(), f);
+          std::fclose(f);
+        } else {
+          std::fprintf(stderr,
+                       "ember emulator: cannot append the coverage table to "
+                       "EMBER_EMULATOR_COVERAGE='%s': %s\n",
+                       where.c_str(), std::strerror(errno));
+        }
+      });
+    }
     return g;
   }();
   g_globals = g;

@@ -29,9 +29,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iomanip>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "kernels/emulator/internal.h"
 
@@ -322,6 +326,8 @@ void run_block(Worker& w, Grid& g, uint64_t linear) {
   b.done = 0;
   b.at_barrier = 0;
   b.faulted = false;
+  b.stride_loop = false;
+  b.max_passes = 0;
   b.ready.clear();
   b.ready_head = 0;
   b.threads.resize(n);
@@ -393,7 +399,10 @@ void run_block(Worker& w, Grid& g, uint64_t linear) {
          << " of its mask " << hex(wp.mask);
     }
     record_fault(g, cudaErrorLaunchFailure, os.str());
+    return;
   }
+  if (!b.stride_loop) g.no_loop_blocks.fetch_add(1, std::memory_order_relaxed);
+  else g.pass_blocks[std::min<int64_t>(b.max_passes, 3)].fetch_add(1, std::memory_order_relaxed);
 }
 
 void run_blocks(Worker& w, Grid& g) {
@@ -684,6 +693,125 @@ using namespace detail;
 
 // ---- launches ---------------------------------------------------------------------------------------
 
+// ---- the grid cap and the grid-stride coverage ---------------------------------------------------
+
+namespace {
+
+std::atomic<int64_t> g_grid_cap{-1};  // -1: EMBER_EMULATOR_GRID_CAP not read yet
+thread_local int64_t tls_capped_from = 0;
+
+// Coverage rows by launch site: the kernel's text and its file and line are string literals of
+// the launch (EMBER_LAUNCH), so their addresses identify it.
+using SiteKey = std::tuple<const char*, const char*, int>;
+std::mutex g_coverage_mu;
+std::map<SiteKey, StrideCoverage>& coverage_rows() {
+  static auto* rows = new std::map<SiteKey, StrideCoverage>();  // kernels may run during exit
+  return *rows;
+}
+
+// Adds a finished launch's blocks to its site's row.
+void record_coverage(Grid& g) {
+  const LaunchConfig& c = g.config;
+  std::lock_guard<std::mutex> lock(g_coverage_mu);
+  StrideCoverage& row = coverage_rows()[SiteKey{c.kernel, c.file, c.line}];
+  if (row.launches == 0) {
+    row.kernel = c.kernel;
+    row.site = relative_path(c.file) + ":" + std::to_string(c.line);
+  }
+  ++row.launches;
+  if (c.capped_from > 0) ++row.capped_launches;
+  const int64_t no_loop = g.no_loop_blocks.load();
+  row.no_loop += no_loop;
+  row.blocks += no_loop;
+  for (int k = 0; k < 4; ++k) {
+    row.passes[k] += g.pass_blocks[k].load();
+    row.blocks += g.pass_blocks[k].load();
+  }
+}
+
+}  // namespace
+
+int64_t grid_cap() {
+  int64_t cap = g_grid_cap.load(std::memory_order_relaxed);
+  if (cap >= 0) return cap;
+  cap = 0;
+  if (const char* e = std::getenv("EMBER_EMULATOR_GRID_CAP"); e != nullptr && *e != '\0') {
+    char* end = nullptr;
+    const long long v = std::strtoll(e, &end, 10);
+    if (*end == '\0' && v >= 0 && v <= 2147483647) {
+      cap = v;
+    } else {
+      std::fprintf(stderr,
+                   "ember emulator: EMBER_EMULATOR_GRID_CAP='%s' is not a number of blocks "
+                   "(1 or more, or 0 for no cap); grids are not capped\n",
+                   e);
+    }
+  }
+  g_grid_cap.store(cap, std::memory_order_relaxed);
+  return cap;
+}
+
+void set_grid_cap(int64_t blocks) { g_grid_cap.store(std::max<int64_t>(0, blocks)); }
+
+int64_t cap_strided_blocks(int64_t blocks) {
+  const int64_t cap = grid_cap();
+  if (cap <= 0 || blocks <= cap) return blocks;
+  tls_capped_from = std::max(tls_capped_from, blocks);
+  return cap;
+}
+
+int64_t take_capped_blocks() { return std::exchange(tls_capped_from, 0); }
+
+void note_stride_passes(int64_t passes) {
+  Thread* t = tls_thread;
+  if (t == nullptr) return;  // a grid_stride range used on the host: nothing to record
+  BlockRun& b = *t->block;
+  b.stride_loop = true;
+  b.max_passes = std::max(b.max_passes, passes);
+}
+
+std::vector<StrideCoverage> stride_coverage() {
+  std::lock_guard<std::mutex> lock(g_coverage_mu);
+  std::vector<StrideCoverage> out;
+  for (const auto& [key, row] : coverage_rows()) out.push_back(row);
+  std::sort(out.begin(), out.end(),
+            [](const StrideCoverage& a, const StrideCoverage& b) { return a.site < b.site; });
+  return out;
+}
+
+std::string coverage_table() {
+  const std::vector<StrideCoverage> rows = stride_coverage();
+  size_t kw = 6, sw = 9;
+  for (const StrideCoverage& r : rows) {
+    kw = std::max(kw, r.kernel.size());
+    sw = std::max(sw, r.site.size());
+  }
+  std::ostringstream os;
+  const int64_t cap = grid_cap();
+  os << "ember emulator: grid-stride coverage";
+  if (cap > 0) os << " under EMBER_EMULATOR_GRID_CAP=" << cap;
+  else os << " (no grid cap: EMBER_EMULATOR_GRID_CAP is not set)";
+  os << "\n  blocks by the passes their busiest thread made over a grid_stride loop\n";
+  os << "  " << std::left << std::setw(static_cast<int>(kw)) << "kernel"
+     << "  " << std::setw(static_cast<int>(sw)) << "launch at" << std::right << std::setw(9)
+     << "launches" << std::setw(8) << "capped" << std::setw(10) << "blocks" << std::setw(9)
+     << "0 passes" << std::setw(9) << "1 pass" << std::setw(10) << "2 passes" << std::setw(10)
+     << "3+ passes"
+     << "  note\n";
+  for (const StrideCoverage& r : rows) {
+    os << "  " << std::left << std::setw(static_cast<int>(kw)) << r.kernel << "  "
+       << std::setw(static_cast<int>(sw)) << r.site << std::right << std::setw(9) << r.launches
+       << std::setw(8) << r.capped_launches << std::setw(10) << r.blocks << std::setw(9)
+       << r.passes[0] << std::setw(9) << r.passes[1] << std::setw(10) << r.passes[2]
+       << std::setw(10) << r.passes[3] << "  ";
+    if (r.no_loop == r.blocks) os << "exact grid (no grid_stride loop)";
+    else if (r.passes[2] + r.passes[3] == 0) os << "NO SECOND PASS";
+    else if (r.no_loop > 0) os << r.no_loop << " blocks without a loop";
+    os << "\n";
+  }
+  return os.str();
+}
+
 cudaError_t run_grid(const LaunchConfig& config, void (*body)(void*), void* closure,
                      const void* params, size_t params_size) {
   if (tls_thread != nullptr) {
@@ -733,6 +861,20 @@ cudaError_t run_grid(const LaunchConfig& config, void (*body)(void*), void* clos
                         std::memory_order_relaxed);
   g_launches.fetch_add(1, std::memory_order_relaxed);
   g_threads.fetch_add(static_cast<int64_t>(g.nblocks * g.threads_per_block), std::memory_order_relaxed);
+  record_coverage(g);
+  if (!g.faulted.load() && config.capped_from > 0 &&
+      g.no_loop_blocks.load() == static_cast<int64_t>(g.nblocks)) {
+    // The grid was capped, and no block strided: the blocks the cap took away did no work.
+    std::ostringstream os;
+    os << "ember emulator: grid cap: kernel " << config.kernel << " (launched at "
+       << relative_path(config.file) << ":" << config.line << ") got the grid "
+       << dim_str(config.grid) << ", capped by EMBER_EMULATOR_GRID_CAP=" << grid_cap() << " from "
+       << config.capped_from << " blocks in one dimension, but none of its blocks "
+       << "reached a grid_stride loop, so the work of the missing blocks was skipped. A kernel "
+       << "whose grid comes from grid_for or strided_blocks must walk its work with grid_stride "
+       << "(kernels/cuda/launch.cuh); a kernel that needs an exact grid must size it without them.";
+    record_fault(g, cudaErrorLaunchFailure, os.str());
+  }
   if (g.faulted.load()) {
     publish_report(g.report);
     set_last_error(g.error);

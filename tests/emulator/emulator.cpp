@@ -418,6 +418,139 @@ TEST_CASE("emulator initcheck: a read of memory nothing wrote", "[emulator][plan
   device_still_works();
 }
 
+// ==== the grid cap: every grid-stride loop loops (EMBER_EMULATOR_GRID_CAP) =======================
+
+// Sets the grid cap for one scope (0: off).
+struct GridCap {
+  int64_t saved;
+  explicit GridCap(int64_t blocks) : saved(emu::grid_cap()) { emu::set_grid_cap(blocks); }
+  ~GridCap() { emu::set_grid_cap(saved); }
+};
+
+// The coverage row of a kernel (by the name its launch gives), summed over its launch sites.
+emu::StrideCoverage coverage_of(const std::string& kernel) {
+  emu::StrideCoverage sum;
+  for (const emu::StrideCoverage& row : emu::stride_coverage()) {
+    if (row.kernel != kernel) continue;
+    sum.kernel = row.kernel;
+    sum.launches += row.launches;
+    sum.capped_launches += row.capped_launches;
+    sum.blocks += row.blocks;
+    sum.no_loop += row.no_loop;
+    for (int k = 0; k < 4; ++k) sum.passes[k] += row.passes[k];
+  }
+  return sum;
+}
+
+// 8 segments of 64 ints: segment s holds s * 64 + j for j < 64; out[s] is its sum.
+std::vector<int> segment_input() {
+  std::vector<int> v(8 * 64);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int>(i);
+  return v;
+}
+void check_segment_sums(const std::vector<int>& out) {
+  for (int s = 0; s < 8; ++s) CHECK(out[static_cast<size_t>(s)] == 64 * 64 * s + 63 * 64 / 2);
+}
+
+// What a kernel's coverage rows gained between two snapshots (the table keeps counting over the
+// whole program, so a test looks at its own launches only).
+emu::StrideCoverage gained(const emu::StrideCoverage& before, const emu::StrideCoverage& after) {
+  emu::StrideCoverage d;
+  d.launches = after.launches - before.launches;
+  d.capped_launches = after.capped_launches - before.capped_launches;
+  d.blocks = after.blocks - before.blocks;
+  d.no_loop = after.no_loop - before.no_loop;
+  for (int k = 0; k < 4; ++k) d.passes[k] = after.passes[k] - before.passes[k];
+  return d;
+}
+
+TEST_CASE("emulator: the grid cap makes every block of a grid-stride loop take several passes",
+          "[emulator]") {
+  DeviceBuffer<int> in(8 * 64), out(8);
+  in.set(segment_input());
+  {
+    GridCap cap(0);  // no cap: one block per segment, one pass each
+    const emu::StrideCoverage before = coverage_of("pass_reuse_kernel");
+    REQUIRE(ember_test::launch_pass_reuse(in.p, out.p, 8, true) == cudaSuccess);
+    check_segment_sums(out.get());
+    const emu::StrideCoverage c = gained(before, coverage_of("pass_reuse_kernel"));
+    CHECK(c.launches == 1);
+    CHECK(c.capped_launches == 0);
+    CHECK(c.blocks == 8);
+    CHECK(c.passes[1] == 8);
+  }
+  {
+    GridCap cap(3);  // 3 blocks for 8 segments: blocks 0 and 1 take 3 passes, block 2 takes 2
+    REQUIRE(cudaMemset(out.p, 0, 8 * sizeof(int)) == cudaSuccess);
+    const emu::StrideCoverage before = coverage_of("pass_reuse_kernel");
+    REQUIRE(ember_test::launch_pass_reuse(in.p, out.p, 8, true) == cudaSuccess);
+    check_segment_sums(out.get());
+    const emu::StrideCoverage c = gained(before, coverage_of("pass_reuse_kernel"));
+    CHECK(c.launches == 1);
+    CHECK(c.capped_launches == 1);
+    CHECK(c.blocks == 3);
+    CHECK(c.no_loop == 0);
+    CHECK(c.passes[2] == 1);
+    CHECK(c.passes[3] == 2);
+    const std::string table = emu::coverage_table();
+    INFO(table);
+    CHECK(contains(table, "EMBER_EMULATOR_GRID_CAP=3"));
+    CHECK(contains(table, "pass_reuse_kernel"));
+    CHECK(contains(table, "tests/emulator/kernels.cu:"));
+  }
+  {
+    GridCap cap(100);  // a cap above the grid changes nothing
+    const emu::StrideCoverage before = coverage_of("pass_reuse_kernel");
+    REQUIRE(ember_test::launch_pass_reuse(in.p, out.p, 8, false) == cudaSuccess);
+    check_segment_sums(out.get());
+    const emu::StrideCoverage c = gained(before, coverage_of("pass_reuse_kernel"));
+    CHECK(c.capped_launches == 0);
+    CHECK(c.passes[1] == 8);
+  }
+}
+
+TEST_CASE("emulator racecheck: a barrier that only a block's second pass needs",
+          "[emulator][planted]") {
+  Checks on(emu::kMemcheck | emu::kRacecheck | emu::kSynccheck);
+  DeviceBuffer<int> in(8 * 64), out(8);
+  in.set(segment_input());
+  {
+    // Without the cap every block takes one pass: the missing barrier never matters, and the
+    // suite would pass.
+    GridCap cap(0);
+    CHECK(ember_test::launch_pass_reuse(in.p, out.p, 8, false) == cudaSuccess);
+    check_segment_sums(out.get());
+  }
+  GridCap cap(2);  // 2 blocks, 4 passes each: the next pass overwrites what thread 0 still reads
+  CHECK(ember_test::launch_pass_reuse(in.p, out.p, 8, false) == cudaErrorLaunchFailure);
+  const std::string r = emu::last_report();
+  INFO(r);
+  CHECK(contains(r, "racecheck"));
+  CHECK(contains(r, "hazard on shared memory"));
+  CHECK(contains(r, "in kernel pass_reuse_kernel"));
+  CHECK(contains(r, "of grid (2,1,1)"));
+  device_still_works();
+}
+
+TEST_CASE("emulator: a capped grid whose kernel does not stride is refused",
+          "[emulator][planted]") {
+  DeviceBuffer<int> out(8);
+  {
+    GridCap cap(0);
+    REQUIRE(ember_test::plant_exact_grid_for(out.p, 8) == cudaSuccess);
+    CHECK(out.get() == std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8});
+  }
+  GridCap cap(2);
+  CHECK(ember_test::plant_exact_grid_for(out.p, 8) == cudaErrorLaunchFailure);
+  const std::string r = emu::last_report();
+  INFO(r);
+  CHECK(contains(r, "grid cap: kernel one_block_per_item_kernel (launched at "
+                    "tests/emulator/kernels.cu:"));
+  CHECK(contains(r, "capped by EMBER_EMULATOR_GRID_CAP=2 from 8 blocks"));
+  CHECK(contains(r, "none of its blocks reached a grid_stride loop"));
+  device_still_works();
+}
+
 TEST_CASE("emulator: the checkers can be turned off", "[emulator]") {
   Checks off(0);
   DeviceBuffer<int> out(256);

@@ -87,9 +87,8 @@ __global__ void dynamic_shared_kernel(int* out) {
 __global__ void empty_kernel() {}
 
 __global__ void fill_kernel(float* out, int64_t n, float value) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    out[i] = value;
+  // A grid-stride loop (kernels/cuda/launch.cuh): any grid covers any n, capped or not.
+  for (const int64_t i : ember::kernels::cuda::grid_stride(n)) out[i] = value;
 }
 
 __global__ void rounding_kernel(float* f, double* d, unsigned* u) {
@@ -145,6 +144,36 @@ __global__ void exited_lane_kernel(int* out) {
   const int t = static_cast<int>(threadIdx.x);
   if (t >= 16) return;
   out[t] = __shfl_down_sync(0xffffffffu, t, 1);
+}
+
+// ---- the grid cap (EMBER_EMULATOR_GRID_CAP) ---------------------------------------------------
+
+// One block per segment of kSegment ints, the blocks striding over the segments: the block
+// stages its segment in shared memory, and thread 0 sums it (out[s]). With `trailing_barrier`
+// false the barrier that must end each pass is missing: on a block's second pass its threads
+// overwrite `tile` while thread 0 may still be reading the previous segment from it. That only
+// happens when a block takes a second pass, i.e. when the grid is smaller than the segments.
+constexpr int kSegment = 64;
+__global__ void pass_reuse_kernel(const int* in, int* out, int64_t segments,
+                                  bool trailing_barrier) {
+  __shared__ int tile[kSegment];
+  const int t = static_cast<int>(threadIdx.x);
+  for (const int64_t s : ember::kernels::cuda::grid_stride(blockIdx.x, segments, gridDim.x)) {
+    tile[t] = in[s * kSegment + t];
+    __syncthreads();
+    if (t == 0) {
+      int sum = 0;
+      for (int k = 0; k < kSegment; ++k) sum += tile[k];
+      out[s] = sum;
+    }
+    if (trailing_barrier) __syncthreads();  // tile is rewritten by the next pass
+  }
+}
+
+// An exact-grid kernel (one block per item, no loop) that wrongly sizes its grid with grid_for:
+// under EMBER_EMULATOR_GRID_CAP the blocks beyond the cap would never run.
+__global__ void one_block_per_item_kernel(int* out, int64_t n) {
+  if (blockIdx.x < n && threadIdx.x == 0) out[blockIdx.x] = static_cast<int>(blockIdx.x) + 1;
 }
 
 }  // namespace
@@ -226,6 +255,17 @@ int plant_divergent_barrier(int* out) {
 }
 int plant_exited_lane(int* out) {
   EMBER_LAUNCH(1, 32, 0, stream(), exited_lane_kernel)(out);
+  return last_error();
+}
+
+int launch_pass_reuse(const int* in, int* out, int64_t segments, bool trailing_barrier) {
+  const unsigned grid = ember::kernels::cuda::grid_for(segments, 1);  // EMBER_EMULATOR_GRID_CAP
+  EMBER_LAUNCH(grid, kSegment, 0, stream(), pass_reuse_kernel)(in, out, segments, trailing_barrier);
+  return last_error();
+}
+int plant_exact_grid_for(int* out, int64_t n) {
+  const unsigned grid = ember::kernels::cuda::grid_for(n, 1);  // the bug: this grid may be capped
+  EMBER_LAUNCH(grid, 32, 0, stream(), one_block_per_item_kernel)(out, n);
   return last_error();
 }
 

@@ -33,4 +33,12 @@ int plant_shared_race(int* out);                  // thread t reads what t - 1 w
 int plant_divergent_barrier(int* out);            // __syncthreads only in threads < 16
 int plant_exited_lane(int* out);                  // a full-mask shuffle after lanes returned
 
+// ---- planted bugs of the grid cap (EMBER_EMULATOR_GRID_CAP) ----------------------------------
+// out[s] = sum of in[s * 64 .. s * 64 + 63], one 64-thread block per segment (grid_for), blocks
+// striding over the segments. trailing_barrier = false plants a missing barrier that only matters
+// when a block takes a second pass: shared memory rewritten while thread 0 still reads it.
+int launch_pass_reuse(const int* in, int* out, int64_t segments, bool trailing_barrier);
+// out[b] = b + 1 for b < n: one block per item without a loop, but the grid from grid_for(n, 1).
+int plant_exact_grid_for(int* out, int64_t n);
+
 }  // namespace ember_test
