@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "core/promotion.h"
@@ -81,6 +82,17 @@ Tensor min(const Tensor& a);
 Tensor argmax(const Tensor& a, int64_t dim, bool keepdim = false);  // no grad
 Tensor argmin(const Tensor& a, int64_t dim, bool keepdim = false);
 Tensor argmax(const Tensor& a);  // index into the flattened tensor
+Tensor argmin(const Tensor& a);
+// The largest / smallest value over `dims` (empty: every dim), values only (core/ops/amax.cpp).
+// Unlike max(a, dim), the gradient is shared evenly among tied elements, as torch.amax's.
+Tensor amax(const Tensor& a, const Shape& dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& a, const Shape& dims = {}, bool keepdim = false);
+// Is any / is every element nonzero (NaN counts as nonzero)? Over every element, or along one
+// dim. bool, except a uint8 input gives uint8 (as in PyTorch). No gradient (core/ops/any_all.cpp).
+Tensor any(const Tensor& a);
+Tensor any(const Tensor& a, int64_t dim, bool keepdim = false);
+Tensor all(const Tensor& a);
+Tensor all(const Tensor& a, int64_t dim, bool keepdim = false);
 // Sums a broadcast gradient back down to `shape` (the reverse of broadcasting).
 Tensor sum_to(const Tensor& a, const Shape& shape);
 
@@ -116,6 +128,29 @@ Tensor ge(const Tensor& a, const Scalar& b);
 // and b.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor masked_fill(const Tensor& a, const Tensor& mask, const Scalar& value);
+
+// ---- clamping and elementwise extremes (core/ops/clamp.cpp, core/ops/maximum.cpp) ----------
+// clamp: each element limited to [min, max]; either bound may be left out (std::nullopt), not
+// both. An integer tensor with a float bound gives float32, as in PyTorch. A NaN element stays
+// NaN; a NaN bound makes every element NaN (but clamp with that one bound alone ignores it, as
+// PyTorch 1.13 does). The gradient passes where min <= x <= max, bounds included.
+Tensor clamp(const Tensor& a, const std::optional<Scalar>& min, const std::optional<Scalar>& max);
+Tensor clamp_min(const Tensor& a, const Scalar& min);
+Tensor clamp_max(const Tensor& a, const Scalar& max);
+// Elementwise max / min of two tensors (broadcast, promoted); NaN wins; a tie splits the
+// gradient in halves.
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+
+// ---- tests and logic (core/ops/logical.cpp) — bool results, no gradient ---------------------
+Tensor isnan(const Tensor& a);
+Tensor isinf(const Tensor& a);
+Tensor isfinite(const Tensor& a);
+// Each operand read as a truth value (nonzero, NaN included, is true), in result_type(a, b).
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_xor(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& a);
 
 // ---- indexing and joining (core/ops/gather.cpp, index_select.cpp, cat.cpp) -----------------
 Tensor gather(const Tensor& a, int64_t dim, const Tensor& index);

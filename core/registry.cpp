@@ -40,6 +40,14 @@ const std::vector<OpInfo>& op_registry() {
       {"min", "core/ops/max_min.cpp", true, "MinBackward", REDUCE_KERNELS},
       {"argmax", "core/ops/max_min.cpp", false, "", REDUCE_KERNELS},
       {"argmin", "core/ops/max_min.cpp", false, "", REDUCE_KERNELS},
+      {"amax", "core/ops/amax.cpp", true, "AmaxBackward", REDUCE_KERNELS},
+      {"amin", "core/ops/amax.cpp", true, "AminBackward", REDUCE_KERNELS},
+      {"any", "core/ops/any_all.cpp", false, "",
+       "kernels/cpu/elementwise.cpp compare(Ne) + kernels/cpu/reduce.cpp max_min",
+       "kernels/cuda/elementwise.cu compare(Ne) + kernels/cuda/reduce.cu max_min"},
+      {"all", "core/ops/any_all.cpp", false, "",
+       "kernels/cpu/elementwise.cpp compare(Ne) + kernels/cpu/reduce.cpp max_min",
+       "kernels/cuda/elementwise.cu compare(Ne) + kernels/cuda/reduce.cu max_min"},
       // linear algebra
       {"matmul", "core/ops/matmul.cpp", true, "MatmulBackward", GEMM_KERNELS},
       // softmax family and losses
@@ -57,6 +65,20 @@ const std::vector<OpInfo>& op_registry() {
       {"ge", "core/ops/compare.cpp", false, "", ELEMENTWISE_KERNELS},
       {"where", "core/ops/where.cpp", true, "WhereBackward", ELEMENTWISE_KERNELS},
       {"masked_fill", "core/ops/where.cpp", true, "(composite: where)", ELEMENTWISE_KERNELS},
+      // clamping and elementwise extremes (binary(Maximum / Minimum))
+      {"clamp", "core/ops/clamp.cpp", true, "ClampBackward", ELEMENTWISE_KERNELS},
+      {"clamp_min", "core/ops/clamp.cpp", true, "ClampMinBackward", ELEMENTWISE_KERNELS},
+      {"clamp_max", "core/ops/clamp.cpp", true, "ClampMaxBackward", ELEMENTWISE_KERNELS},
+      {"maximum", "core/ops/maximum.cpp", true, "MaximumBackward", ELEMENTWISE_KERNELS},
+      {"minimum", "core/ops/maximum.cpp", true, "MinimumBackward", ELEMENTWISE_KERNELS},
+      // tests and logic (compare, abs and where; bool results)
+      {"isnan", "core/ops/logical.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"isinf", "core/ops/logical.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"isfinite", "core/ops/logical.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"logical_and", "core/ops/logical.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"logical_or", "core/ops/logical.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"logical_xor", "core/ops/logical.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"logical_not", "core/ops/logical.cpp", false, "", ELEMENTWISE_KERNELS},
       // indexing and joining
       {"gather", "core/ops/gather.cpp", true, "GatherBackward", INDEX_KERNELS},
       {"scatter_add", "core/ops/gather.cpp", true, "ScatterAddBackward", INDEX_KERNELS},

@@ -22,6 +22,8 @@ namespace ember::kernels {
 enum class UnaryOp { Neg, Exp, Log, Sqrt, Abs, Sign, Relu, Sigmoid, Tanh, Pow, Square };
 
 // out = a (op) b. Add and Sub compute a + alpha*b and a - alpha*b.
+// Maximum and Minimum: NaN if either operand is NaN, else the larger (smaller) one; on a tie
+// (also -0 against +0) the first operand a, as PyTorch's scalar loop answers.
 // Div is IEEE division for floats; integers are never sent to it (the op card divides them as
 // floats) and get DivTrunc's answer if they are. DivTrunc and DivFloor round the quotient toward
 // zero and toward -inf (kernels/base/scalar_math.h: no integer input traps).
@@ -30,7 +32,8 @@ enum class UnaryOp { Neg, Exp, Log, Sqrt, Abs, Sign, Relu, Sigmoid, Tanh, Pow, S
 // SigmoidBackward = g*y*(1-y), TanhBackward = g*(1-y*y).
 // clang-format off
 enum class BinaryOp {
-  Add, Sub, Mul, Div, DivTrunc, DivFloor, ReluBackward, SigmoidBackward, TanhBackward
+  Add, Sub, Mul, Div, DivTrunc, DivFloor, ReluBackward, SigmoidBackward, TanhBackward,
+  Maximum, Minimum
 };
 // clang-format on
 

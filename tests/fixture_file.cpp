@@ -499,7 +499,22 @@ const std::map<std::string, OpCall>& fixture_dispatch() {
          return Outputs{argmax(x[0], a.i("dim"), a.b("keepdim"))};
        }},
       {"argmin", [](const Inputs& x, const Args& a) {
+         if (!a.has("dim")) return Outputs{argmin(x[0])};
          return Outputs{argmin(x[0], a.i("dim"), a.b("keepdim"))};
+       }},
+      {"amax", [](const Inputs& x, const Args& a) {
+         return Outputs{amax(x[0], a.shape("dims"), a.b("keepdim"))};
+       }},
+      {"amin", [](const Inputs& x, const Args& a) {
+         return Outputs{amin(x[0], a.shape("dims"), a.b("keepdim"))};
+       }},
+      {"any", [](const Inputs& x, const Args& a) {
+         if (!a.has("dim")) return Outputs{any(x[0])};
+         return Outputs{any(x[0], a.i("dim"), a.b("keepdim"))};
+       }},
+      {"all", [](const Inputs& x, const Args& a) {
+         if (!a.has("dim")) return Outputs{all(x[0])};
+         return Outputs{all(x[0], a.i("dim"), a.b("keepdim"))};
        }},
       {"matmul", [](const Inputs& x, const Args&) { return Outputs{matmul(x[0], x[1])}; }},
       {"softmax", [](const Inputs& x, const Args& a) {
@@ -525,6 +540,22 @@ const std::map<std::string, OpCall>& fixture_dispatch() {
       {"masked_fill", [](const Inputs& x, const Args& a) {
          return Outputs{masked_fill(x[0], x[1], a.scalar("value"))};
        }},
+      {"clamp", [](const Inputs& x, const Args& a) {
+         const std::optional<Scalar> lo = a.has("min") ? std::optional<Scalar>(a.scalar("min")) : std::nullopt;
+         const std::optional<Scalar> hi = a.has("max") ? std::optional<Scalar>(a.scalar("max")) : std::nullopt;
+         return Outputs{clamp(x[0], lo, hi)};
+       }},
+      {"clamp_min", [](const Inputs& x, const Args& a) { return Outputs{clamp_min(x[0], a.scalar("min"))}; }},
+      {"clamp_max", [](const Inputs& x, const Args& a) { return Outputs{clamp_max(x[0], a.scalar("max"))}; }},
+      {"maximum", [](const Inputs& x, const Args&) { return Outputs{maximum(x[0], x[1])}; }},
+      {"minimum", [](const Inputs& x, const Args&) { return Outputs{minimum(x[0], x[1])}; }},
+      {"isnan", unary(isnan)},
+      {"isinf", unary(isinf)},
+      {"isfinite", unary(isfinite)},
+      {"logical_not", unary(logical_not)},
+      {"logical_and", [](const Inputs& x, const Args&) { return Outputs{logical_and(x[0], x[1])}; }},
+      {"logical_or", [](const Inputs& x, const Args&) { return Outputs{logical_or(x[0], x[1])}; }},
+      {"logical_xor", [](const Inputs& x, const Args&) { return Outputs{logical_xor(x[0], x[1])}; }},
       {"gather", [](const Inputs& x, const Args& a) {
          return Outputs{gather(x[0], a.i("dim"), x[1])};
        }},

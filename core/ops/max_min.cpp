@@ -2,9 +2,10 @@
 //
 // Math      max(a, d) = (values, indices): values[.., k] = max_j a[.., j, .., k] over dim d and
 //           indices = the j that holds it; min likewise. max(a) / min(a) reduce every element;
-//           argmax / argmin return only the indices, argmax(a) the position in the flattened
-//           (row-major) tensor. Ties go to the first index. A NaN is larger (for max) and smaller
-//           (for min) than every number, so a NaN in the reduced elements comes out, as in PyTorch.
+//           argmax / argmin return only the indices, argmax(a) / argmin(a) the position in the
+//           flattened (row-major) tensor. Ties go to the first index. A NaN is larger (for max)
+//           and smaller (for min) than every number, so a NaN in the reduced elements comes out,
+//           as in PyTorch.
 // Backward  values = a[.., idx, ..] just picks one input element, so d values / d a[.., j, ..] is
 //           1 where j == idx and 0 elsewhere:
 //             dL/da = zeros(a.shape) with dL/dvalues written at the picked positions.
@@ -106,6 +107,10 @@ Tensor argmin(const Tensor& a, int64_t dim, bool keepdim) {
 
 Tensor argmax(const Tensor& a) {
   return max_min_impl(a, {}, false, MaxMin::Max, false, "argmax").indices;
+}
+
+Tensor argmin(const Tensor& a) {
+  return max_min_impl(a, {}, false, MaxMin::Min, false, "argmin").indices;
 }
 
 }  // namespace ember

@@ -125,4 +125,24 @@ EMBER_HOST_DEVICE inline T int_pow(T base, int64_t exp) {
   return static_cast<T>(result);
 }
 
+// maximum(a, b) / minimum(a, b), elementwise (torch.maximum / torch.minimum; clamp uses them).
+// std::max would drop a NaN (NaN < x and x < NaN are both false, so it returns its first
+// operand whichever that is); PyTorch's rule is that a NaN always comes out. A NaN in either
+// operand therefore wins. Otherwise a tie returns a: for -0 against +0 that is the sign of a,
+// which is what PyTorch's element-at-a-time loop gives (its vector loop returns b instead, so
+// PyTorch itself is not consistent there). `a != a` is the portable NaN test: false for
+// integers, so they compile to a plain compare and select.
+template <typename T>
+EMBER_HOST_DEVICE inline T nan_max(T a, T b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  return a < b ? b : a;
+}
+template <typename T>
+EMBER_HOST_DEVICE inline T nan_min(T a, T b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  return b < a ? b : a;
+}
+
 }  // namespace ember::kernels

@@ -128,6 +128,8 @@ struct BinaryFn {
       case BinaryOp::ReluBackward: return b <= T(0) ? T(0) : a;  // y = NaN passes g, as PyTorch
       case BinaryOp::SigmoidBackward: return a * b * (T(1) - b);
       case BinaryOp::TanhBackward: return a * (T(1) - b * b);
+      case BinaryOp::Maximum: return nan_max(a, b);
+      case BinaryOp::Minimum: return nan_min(a, b);
     }
     return a;
   }
@@ -189,6 +191,12 @@ void binary_typed(BinaryOp op, const StridedLoop<3>& L, T* out, const T* a, cons
     // where two NaNs meet, which of them comes out is not the same.)
     case BinaryOp::ReluBackward:
       return binary_loop(L, out, a, b, [](T g, T y) { return BinaryFn<T>{BinaryOp::ReluBackward, T(1)}(g, y); });
+    // maximum / minimum: a compare and a select per element, with the op fixed at compile time
+    // so the contiguous loop can vectorize (the NaN tests are selects too).
+    case BinaryOp::Maximum:
+      return binary_loop(L, out, a, b, [](T x, T y) { return nan_max(x, y); });
+    case BinaryOp::Minimum:
+      return binary_loop(L, out, a, b, [](T x, T y) { return nan_min(x, y); });
     default: return binary_loop(L, out, a, b, BinaryFn<T>{op, al});
   }
 }

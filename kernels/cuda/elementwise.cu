@@ -170,6 +170,8 @@ struct BinaryFn {
         case BinaryOp::ReluBackward: return b <= T(0) ? T(0) : a;  // y = NaN passes g
         case BinaryOp::SigmoidBackward: return a * b * (T(1) - b);
         case BinaryOp::TanhBackward: return a * (T(1) - mul_rn(b, b));
+        case BinaryOp::Maximum: return nan_max(a, b);  // kernels/base/scalar_math.h: NaN wins
+        case BinaryOp::Minimum: return nan_min(a, b);
       }
       return a;
     } else {
@@ -184,6 +186,8 @@ struct BinaryFn {
         case BinaryOp::ReluBackward: return b > T(0) ? a : T(0);
         case BinaryOp::SigmoidBackward: return static_cast<T>(a * b * (T(1) - b));
         case BinaryOp::TanhBackward: return static_cast<T>(a * (T(1) - b * b));
+        case BinaryOp::Maximum: return nan_max(a, b);
+        case BinaryOp::Minimum: return nan_min(a, b);
       }
       return a;
     }

@@ -55,11 +55,15 @@ enum class Match {
 
 Match match_for(const std::string& op) {
   static const std::set<std::string> exact = {
-      "neg", "abs", "relu", "max", "min", "argmax", "argmin", "eq", "ne", "lt", "le", "gt", "ge",
-      "where", "masked_fill", "gather", "index_select", "cat", "stack", "view", "reshape",
-      "permute", "transpose", "narrow", "slice", "select", "squeeze", "unsqueeze", "expand",
-      "contiguous", "clone", "to_dtype", "to_device", "copy_", "fill_", "zero_", "floor_divide",
-      "max_pool2d"};
+      "neg",          "abs",        "relu",        "max",        "min",          "argmax",
+      "argmin",       "eq",         "ne",          "lt",         "le",           "gt",
+      "ge",           "where",      "masked_fill", "gather",     "index_select", "cat",
+      "stack",        "view",       "reshape",     "permute",    "transpose",    "narrow",
+      "slice",        "select",     "squeeze",     "unsqueeze",  "expand",       "contiguous",
+      "clone",        "to_dtype",   "to_device",   "copy_",      "fill_",        "zero_",
+      "floor_divide", "max_pool2d", "clamp",       "clamp_min",  "clamp_max",    "maximum",
+      "minimum",      "amax",       "amin",        "any",        "all",          "isnan",
+      "isinf",        "isfinite",   "logical_and", "logical_or", "logical_xor",  "logical_not"};
   static const std::set<std::string> ulps = {"add", "sub", "mul", "div", "pow", "exp", "log",
                                              "sqrt", "sigmoid", "tanh", "add_", "sub_", "mul_",
                                              "div_"};
