@@ -56,27 +56,36 @@ struct AdamState {
   Tensor max_exp_avg_sq;   // v_max, with amsgrad only
 };
 
+using AdamParamGroup = ParamGroup<AdamOptions>;
+using AdamWParamGroup = ParamGroup<AdamWOptions>;
+
 class Adam : public Optimizer {
  public:
   // Adam opt(model.parameters(), {/*lr=*/1e-3});
   Adam(std::vector<Tensor> params, const AdamOptions& options);
+  // Parameter groups, each with its own options: Adam opt({{weights, o}, {biases, no_decay}});
+  explicit Adam(std::vector<AdamParamGroup> groups);
 
   void step() override;
   NamedTensors state_dict() const override;
   void load_state_dict(const NamedTensors& state) override;
 
-  AdamOptions options() const;  // with the current lr()
+  // A group's options, with its current lr.
+  AdamOptions options(size_t group = 0) const;
   const AdamState& state(size_t i) const { return state_.at(i); }
+  // beta1 is the momentum OneCycleLR cycles.
+  bool has_momentum() const override { return true; }
+  double momentum(size_t group) const override;
+  void set_momentum(size_t group, double beta1) override;
 
  protected:
-  Adam(std::vector<Tensor> params, const AdamOptions& options, bool decoupled_weight_decay,
-       std::string name);
+  Adam(std::vector<AdamParamGroup> groups, bool decoupled_weight_decay, std::string name);
 
  private:
-  void update_with_tensor_ops(Tensor& p, const Tensor& g, AdamState& st, double step_size,
-                              double bias_correction2_sqrt);
+  void update_with_tensor_ops(Tensor& p, const Tensor& g, AdamState& st, const AdamOptions& o,
+                              double lr, double step_size, double bias_correction2_sqrt);
 
-  AdamOptions options_;
+  std::vector<AdamOptions> options_;  // per group; their lr fields are unused (lrs_ holds them)
   bool decoupled_;
   std::vector<AdamState> state_;
 };
@@ -85,6 +94,7 @@ class AdamW final : public Adam {
  public:
   // AdamW opt(model.parameters(), {/*lr=*/1e-3, 0.9, 0.999, 1e-8, /*weight_decay=*/1e-2});
   AdamW(std::vector<Tensor> params, const AdamWOptions& options);
+  explicit AdamW(std::vector<AdamWParamGroup> groups);
 };
 
 }  // namespace ember::optim

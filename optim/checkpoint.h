@@ -12,8 +12,12 @@
 //
 //   model.<name>           the model's state_dict() ("model.layer_1.weight", ...)
 //   optimizer.<name>       the optimizer's state_dict(): SGD momentum buffers, Adam's moments and
-//                          steps, the hyper-parameters (optim/state_dict.cpp)
-//   scheduler.<name>       the LR scheduler's state_dict(), when there is one
+//                          steps, each parameter group's hyper-parameters (optim/state_dict.cpp)
+//   scheduler.<name>       the LR scheduler's state_dict(), when there is one (SequentialLR and
+//                          ChainedScheduler include their schedulers')
+//
+// Checkpoints written before parameter groups and chainable schedulers (no
+// optimizer.param_groups.0.params; scheduler.{last_epoch, base_lr}) still load.
 //   rng.state              the global generator (get_rng_state: uint8 [16]), which feeds the CPU's
 //                          and the GPU's random tensors alike
 //   __metadata__           format "pt", ember_version, ember_checkpoint "1", epoch, batch, step,

@@ -15,11 +15,25 @@ void check_option(bool ok, const std::string& optimizer, const char* what, doubl
 }
 }  // namespace detail
 
-Optimizer::Optimizer(std::vector<Tensor> params, double lr, std::string name)
-    : params_(std::move(params)), lr_(lr), name_(std::move(name)) {
+Optimizer::Optimizer(std::vector<std::vector<Tensor>> groups, const std::vector<double>& lrs,
+                     std::string name)
+    : lrs_(lrs), initial_lrs_(lrs.size()), name_(std::move(name)) {
+  EMBER_CHECK(groups.size() == lrs.size(), name_, ": ", groups.size(), " parameter groups but ",
+              lrs.size(), " learning rates");
+  for (size_t g = 0; g < groups.size(); ++g) {
+    group_begin_.push_back(params_.size());
+    for (Tensor& p : groups[g]) {
+      params_.push_back(std::move(p));
+      group_of_.push_back(g);
+    }
+  }
+  group_begin_.push_back(params_.size());
   EMBER_CHECK(!params_.empty(), name_, ": got an empty parameter list (pass model.parameters(), "
               "or the tensors to optimize)");
-  detail::check_option(std::isfinite(lr) && lr >= 0.0, name_, "lr must be >= 0", lr);
+  for (size_t g = 0; g < lrs_.size(); ++g) {
+    detail::check_option(std::isfinite(lrs_[g]) && lrs_[g] >= 0.0, name_, "lr must be >= 0",
+                         lrs_[g]);
+  }
   std::unordered_set<const TensorImpl*> seen;
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
@@ -30,8 +44,11 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr, std::string name)
                   "(grad_fn=", p.grad_fn()->name(), "); an optimizer updates leaf tensors "
                   "only — optimize the leaves it was computed from, or detach() it and call "
                   "requires_grad_()");
-    EMBER_CHECK(seen.insert(p.impl()).second, name_, ": parameter ", i, " appears twice in the "
-                "list; it would be updated twice per step — pass each tensor once");
+    EMBER_CHECK(seen.insert(p.impl()).second, name_, ": parameter ", i,
+                " appears twice in the "
+                "list",
+                (lrs_.size() > 1 ? " (or in two parameter groups)" : ""),
+                "; it would be updated twice per step — pass each tensor once");
   }
 }
 
@@ -40,9 +57,58 @@ void Optimizer::zero_grad(bool set_to_none) {
   for (Tensor& p : params_) p.zero_grad(set_to_none);
 }
 
+namespace {
+void check_group(size_t group, size_t count, const std::string& name) {
+  EMBER_CHECK(group < count, name, ": there is no parameter group ", group, "; the optimizer has ",
+              count,
+              count == 1 ? " group (0)" : " groups (0 to " + std::to_string(count - 1) + ")");
+}
+}  // namespace
+
+double Optimizer::lr(size_t group) const {
+  check_group(group, lrs_.size(), name_);
+  return lrs_[group];
+}
+
 void Optimizer::set_lr(double lr) {
   detail::check_option(std::isfinite(lr) && lr >= 0.0, name_, "lr must be >= 0", lr);
-  lr_ = lr;
+  for (double& l : lrs_) l = lr;
+}
+
+void Optimizer::set_lr(size_t group, double lr) {
+  check_group(group, lrs_.size(), name_);
+  detail::check_option(std::isfinite(lr) && lr >= 0.0, name_, "lr must be >= 0", lr);
+  lrs_[group] = lr;
+}
+
+std::optional<double> Optimizer::initial_lr(size_t group) const {
+  check_group(group, lrs_.size(), name_);
+  return initial_lrs_[group];
+}
+
+void Optimizer::set_initial_lr(size_t group, double lr) {
+  check_group(group, lrs_.size(), name_);
+  detail::check_option(std::isfinite(lr) && lr >= 0.0, name_, "initial_lr must be >= 0", lr);
+  initial_lrs_[group] = lr;
+}
+
+double Optimizer::momentum(size_t group) const {
+  check_group(group, lrs_.size(), name_);
+  throw ValueError(name_ + " has no momentum to read or cycle (OneCycleLR: set "
+                           "cycle_momentum = false)");
+}
+
+void Optimizer::set_momentum(size_t group, double value) {
+  (void)value;
+  check_group(group, lrs_.size(), name_);
+  throw ValueError(name_ + " has no momentum to set (OneCycleLR: set cycle_momentum = false)");
+}
+
+std::vector<Tensor> Optimizer::param_group(size_t group) const {
+  check_group(group, lrs_.size(), name_);
+  return std::vector<Tensor>(params_.begin() + static_cast<std::ptrdiff_t>(group_begin_[group]),
+                             params_.begin() +
+                                 static_cast<std::ptrdiff_t>(group_begin_[group + 1]));
 }
 
 Tensor Optimizer::grad_for_step(size_t i) const {

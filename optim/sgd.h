@@ -32,23 +32,32 @@ struct SGDOptions {
   bool fused = true;
 };
 
+using SGDParamGroup = ParamGroup<SGDOptions>;
+
 class SGD final : public Optimizer {
  public:
   // SGD opt(model.parameters(), {/*lr=*/0.1, /*momentum=*/0.5});
   SGD(std::vector<Tensor> params, const SGDOptions& options);
+  // Parameter groups, each with its own options: SGD opt({{weights, o}, {biases, no_decay}});
+  explicit SGD(std::vector<SGDParamGroup> groups);
 
   void step() override;
   NamedTensors state_dict() const override;
   void load_state_dict(const NamedTensors& state) override;
 
-  SGDOptions options() const;  // with the current lr()
+  // A group's options, with its current lr.
+  SGDOptions options(size_t group = 0) const;
+  bool has_momentum() const override { return true; }
+  double momentum(size_t group) const override;
+  void set_momentum(size_t group, double value) override;  // checked as the constructor does
   // The velocity of params()[i]: undefined until its first update, and always without momentum.
   const Tensor& momentum_buffer(size_t i) const { return momentum_buffers_.at(i); }
 
  private:
-  void update_with_tensor_ops(Tensor& p, const Tensor& g, Tensor& buf);
+  void update_with_tensor_ops(Tensor& p, const Tensor& g, Tensor& buf, const SGDOptions& o,
+                              double lr);
 
-  SGDOptions options_;
+  std::vector<SGDOptions> options_;  // per group; their lr fields are unused (lrs_ holds them)
   std::vector<Tensor> momentum_buffers_;
 };
 

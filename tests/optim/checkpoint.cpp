@@ -221,13 +221,20 @@ TEST_CASE("optimizer state_dict: round trip and errors", "[checkpoint][optim]") 
   CHECK(same_state(b.opt->state_dict(), state));
   // The loaded buffers are copies, not aliases of the dict's tensors.
   const auto& sgd = dynamic_cast<const optim::SGD&>(*b.opt);
-  CHECK_FALSE(sgd.momentum_buffer(0).storage() == state[5].second.storage());
+  auto index_of = [&](const std::string& key) {
+    for (size_t i = 0; i < state.size(); ++i)
+      if (state[i].first == key) return i;
+    FAIL("no " << key << " in the state");
+    return state.size();
+  };
+  const size_t buffer0 = index_of("state.0.momentum_buffer");
+  CHECK_FALSE(sgd.momentum_buffer(0).storage() == state[buffer0].second.storage());
 
   NamedTensors bad = state;
   bad.emplace_back("state.9.momentum_buffer", zeros({1}));
   bad.emplace_back("state.x.momentum_buffer", zeros({1}));
   bad.emplace_back("state.0.velocity", zeros({16, 4}));
-  bad[5].second = zeros({2, 2});  // state.0.momentum_buffer of the wrong shape
+  bad[buffer0].second = zeros({2, 2});  // state.0.momentum_buffer of the wrong shape
   const std::string msg = error_of<ValueError>([&] { b.opt->load_state_dict(bad); });
   CHECK_THAT(msg, Contains("4 problems"));
   CHECK_THAT(msg, Contains("state.9.momentum_buffer' is for parameter 9 but the optimizer has 4"));
@@ -237,7 +244,7 @@ TEST_CASE("optimizer state_dict: round trip and errors", "[checkpoint][optim]") 
   CHECK(same_state(b.opt->state_dict(), state));  // unchanged
 
   NamedTensors neg = state;
-  neg[1].second = full({}, -1.0, kFloat64);  // momentum -1
+  neg[index_of("param_groups.0.momentum")].second = full({}, -1.0, kFloat64);
   CHECK_THAT(error_of<ValueError>([&] { b.opt->load_state_dict(neg); }),
              Contains("momentum must be >= 0"));
 }
@@ -251,7 +258,7 @@ TEST_CASE("LR scheduler state_dict: round trip", "[checkpoint][optim]") {
   optim::StepLR s2(opt2, 2, 0.5);
   s2.load_state_dict(s.state_dict());
   CHECK(s2.last_epoch() == 5);
-  CHECK(s2.base_lr() == 0.8);
+  CHECK(s2.base_lrs() == std::vector<double>{0.8});
   CHECK(s2.get_last_lr() == s.get_last_lr());
   CHECK_THROWS_AS(s2.load_state_dict({{"last_epoch", full({}, 1.0, kInt64)}}), ValueError);
 }
