@@ -3,6 +3,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/autograd/to_dot.h"
 #include "core/cuda.h"
 #include "core/cuda_graph.h"
 #include "core/device.h"

@@ -4,7 +4,7 @@
 //
 // With ranges on, the timeline shows each step as nested ranges: "forward" (the examples), each
 // module's forward inside it ("Linear", "Conv2d": nn::Layer's call operator), "backward" with one
-// range per backward node ("AddmmBackward", "ReluBackward": the autograd engine), and
+// range per backward node ("MatmulBackward", "ReluBackward": the autograd engine), and
 // "optimizer" (the examples). Off by default; on with set_nvtx_enabled(true), the examples'
 // --nvtx flag, or the environment variable EMBER_NVTX=1.
 //

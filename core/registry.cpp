@@ -7,11 +7,18 @@ namespace ember {
 // The {cpu_kernel, cuda_kernel} pairs that many rows share.
 #define ELEMENTWISE_KERNELS "kernels/cpu/elementwise.cpp", "kernels/cuda/elementwise.cu"
 #define REDUCE_KERNELS "kernels/cpu/reduce.cpp", "kernels/cuda/reduce.cu"
-#define GEMM_KERNELS "kernels/cpu/gemm.cpp", "kernels/cuda/gemm.cu (cuBLAS, or ember's kernels/cuda/gemm_tiled.cu)"
+#define GEMM_KERNELS                                                                      \
+  "kernels/cpu/gemm.cpp (ember's kernels/cpu/gemm_avx512.cpp for most float32 products, " \
+  "Eigen's GEMM for the rest)",                                                           \
+      "kernels/cuda/gemm.cu (cuBLAS, or ember's kernels/cuda/gemm_tiled.cu)"
 #define SOFTMAX_KERNELS "kernels/cpu/softmax.cpp", "kernels/cuda/softmax.cu"
 #define INDEX_KERNELS "kernels/cpu/index.cpp", "kernels/cuda/index.cu"
 #define POOL_KERNELS "kernels/cpu/pool.cpp", "kernels/cuda/pool.cu"
 #define NO_KERNELS_VIEW "(none: a view)", "(none: a view)"
+// A view forward; its backward fills a zero gradient and copies into the viewed part.
+#define VIEW_BACKWARD_KERNELS                                      \
+  "(none forward: a view; backward: kernels/cpu/elementwise.cpp)", \
+      "(none forward: a view; backward: kernels/cuda/elementwise.cu)"
 
 const std::vector<OpInfo>& op_registry() {
   static const std::vector<OpInfo> ops = {
@@ -55,7 +62,9 @@ const std::vector<OpInfo>& op_registry() {
       {"log_softmax", "core/ops/softmax.cpp", true, "LogSoftmaxBackward", SOFTMAX_KERNELS},
       {"cross_entropy", "core/ops/cross_entropy.cpp", true, "CrossEntropyBackward",
        "kernels/cpu/cross_entropy.cpp", "kernels/cuda/cross_entropy.cu"},
-      {"mse_loss", "core/ops/mse_loss.cpp", true, "(composite: sub, mul, mean)", ELEMENTWISE_KERNELS},
+      {"mse_loss", "core/ops/mse_loss.cpp", true, "(composite: sub, mul, mean)",
+       "kernels/cpu/elementwise.cpp and kernels/cpu/reduce.cpp",
+       "kernels/cuda/elementwise.cu and kernels/cuda/reduce.cu"},
       // comparisons and selection
       {"eq", "core/ops/compare.cpp", false, "", ELEMENTWISE_KERNELS},
       {"ne", "core/ops/compare.cpp", false, "", ELEMENTWISE_KERNELS},
@@ -97,9 +106,9 @@ const std::vector<OpInfo>& op_registry() {
       {"reshape", "core/ops/view.cpp", true, "ReshapeBackward", ELEMENTWISE_KERNELS},
       {"permute", "core/ops/permute.cpp", true, "PermuteBackward", NO_KERNELS_VIEW},
       {"transpose", "core/ops/permute.cpp", true, "PermuteBackward", NO_KERNELS_VIEW},
-      {"narrow", "core/ops/slice.cpp", true, "SliceBackward", NO_KERNELS_VIEW},
-      {"slice", "core/ops/slice.cpp", true, "SliceBackward", NO_KERNELS_VIEW},
-      {"select", "core/ops/slice.cpp", true, "SelectBackward", NO_KERNELS_VIEW},
+      {"narrow", "core/ops/slice.cpp", true, "SliceBackward", VIEW_BACKWARD_KERNELS},
+      {"slice", "core/ops/slice.cpp", true, "SliceBackward", VIEW_BACKWARD_KERNELS},
+      {"select", "core/ops/slice.cpp", true, "SelectBackward", VIEW_BACKWARD_KERNELS},
       {"squeeze", "core/ops/squeeze.cpp", true, "SqueezeBackward", NO_KERNELS_VIEW},
       {"unsqueeze", "core/ops/squeeze.cpp", true, "UnsqueezeBackward", NO_KERNELS_VIEW},
       {"expand", "core/ops/expand.cpp", true, "ExpandBackward", NO_KERNELS_VIEW},
@@ -114,7 +123,8 @@ const std::vector<OpInfo>& op_registry() {
       {"sub_", "core/ops/inplace.cpp", false, "", ELEMENTWISE_KERNELS},
       {"mul_", "core/ops/inplace.cpp", false, "", ELEMENTWISE_KERNELS},
       {"div_", "core/ops/inplace.cpp", false, "", ELEMENTWISE_KERNELS},
-      {"copy_", "core/ops/inplace.cpp", false, "", ELEMENTWISE_KERNELS},
+      {"copy_", "core/ops/inplace.cpp", false, "", "kernels/cpu/elementwise.cpp",
+       "kernels/cuda/elementwise.cu (between devices: kernels/cuda/runtime.cu)"},
       {"fill_", "core/ops/inplace.cpp", false, "", ELEMENTWISE_KERNELS},
       {"zero_", "core/ops/inplace.cpp", false, "", ELEMENTWISE_KERNELS},
   };

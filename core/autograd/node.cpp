@@ -9,12 +9,46 @@ namespace ember::autograd {
 
 namespace {
 std::atomic<int64_t> g_live_nodes{0};
+
+// The nodes being built on this thread: constructed, not yet connect()ed. Every op makes its
+// node, saves tensors into it, then connects it, so a SavedTensor made in between belongs to the
+// innermost node being built (an op whose forward runs another op nests them). Only a
+// description is kept, for Node::saved; the storage pointer just tells connect() whether the
+// saved tensor is one of the op's inputs or its output.
+struct Pending {
+  const Storage* storage;
+  int64_t offset;
+  SavedInfo info;
+};
+struct Building {
+  Node* node;
+  std::vector<Pending> saved;
+};
+thread_local std::vector<Building> t_building;
+
+// Takes `node` off the list, returning what it saved.
+std::vector<Pending> stop_building(const Node* node) {
+  for (auto it = t_building.rbegin(); it != t_building.rend(); ++it) {
+    if (it->node != node) continue;
+    std::vector<Pending> saved = std::move(it->saved);
+    t_building.erase(std::next(it).base());
+    return saved;
+  }
+  return {};
 }
+
+bool same_tensor(const Pending& p, const Tensor& t) {
+  return t.defined() && t.storage().get() == p.storage && t.offset() == p.offset &&
+         t.shape() == p.info.shape && t.dtype() == p.info.dtype;
+}
+}  // namespace
 
 SavedTensor::SavedTensor(const Tensor& t) {
   if (!t.defined()) return;
   data_ = t.detach();
   saved_version_ = t.version();
+  if (!t_building.empty())
+    t_building.back().saved.push_back({t.storage().get(), t.offset(), {"", t.shape(), t.dtype()}});
 }
 
 Tensor SavedTensor::unpack(const Node& owner, const char* what) const {
@@ -35,7 +69,10 @@ Tensor SavedTensor::unpack(const Node& owner, const char* what) const {
   return data_;
 }
 
-Node::Node() { ++g_live_nodes; }
+Node::Node() {
+  ++g_live_nodes;
+  t_building.push_back({this, {}});
+}
 
 // A long chain of nodes (y = f(f(f(...x)))) would be destroyed recursively: each node's last
 // reference to its predecessor dies inside its own destructor. 100k nodes would overflow the
@@ -45,6 +82,7 @@ Node::~Node() {
   thread_local std::vector<std::shared_ptr<Node>> pending;
   thread_local bool draining = false;
   --g_live_nodes;
+  if (!t_building.empty()) stop_building(this);  // made, never connected (an op threw)
   for (auto& e : next_edges)
     if (e.fn) pending.push_back(std::move(e.fn));
   if (draining) return;
@@ -98,6 +136,7 @@ Edge gradient_edge(const Tensor& t) {
   std::shared_ptr<Node> acc = impl->grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
+    stop_building(acc.get());  // a leaf's sink saves nothing
     impl->grad_accumulator = acc;
   }
   return {acc, 0};
@@ -112,6 +151,12 @@ void connect(const std::shared_ptr<Node>& node, const Tensor& output,
     node->next_edges.push_back(t ? gradient_edge(*t) : Edge{});
     node->input_shapes.push_back(t && t->defined() ? t->shape() : Shape{});
     node->input_dtypes.push_back(t && t->defined() ? t->dtype() : DType::Float32);
+  }
+  for (Pending& p : stop_building(node.get())) {
+    for (size_t i = 0; i < inputs.size() && p.info.role.empty(); ++i)
+      if (inputs[i] && same_tensor(p, *inputs[i])) p.info.role = "input " + std::to_string(i);
+    if (p.info.role.empty() && same_tensor(p, output)) p.info.role = "output";
+    node->saved.push_back(std::move(p.info));
   }
   TensorImpl* out = output.impl();
   out->grad_fn = node;

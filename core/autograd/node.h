@@ -49,6 +49,15 @@ class SavedTensor {
   int64_t saved_version_ = 0;
 };
 
+// A description of one tensor a node saved for backward, kept for to_dot()
+// (core/autograd/to_dot.h): `role` names it as one of the op's tensors ("input 0", "output"),
+// or is empty for a tensor the op computed on the side (cross-entropy's softmax statistics).
+struct SavedInfo {
+  std::string role;
+  Shape shape;
+  DType dtype = DType::Float32;
+};
+
 class Node {
  public:
   Node();
@@ -71,6 +80,9 @@ class Node {
   std::vector<DType> input_dtypes;
   bool released = false;
   std::weak_ptr<TensorImpl> retained_output;  // set by Tensor::retain_grad()
+  // What the op saved, described: every SavedTensor made between the node's construction and
+  // connect() (the order every op follows), filled in by connect(). Never used by backward.
+  std::vector<SavedInfo> saved;
 
   static int64_t live_count();
 };
@@ -81,6 +93,7 @@ class AccumulateGrad final : public Node {
   explicit AccumulateGrad(std::shared_ptr<TensorImpl> variable) : variable_(std::move(variable)) {}
   std::string name() const override { return "AccumulateGrad"; }
   std::vector<Tensor> backward(const Tensor& grad_output) override;
+  const std::shared_ptr<TensorImpl>& variable() const { return variable_; }  // the leaf
 
  private:
   std::shared_ptr<TensorImpl> variable_;

@@ -8,7 +8,8 @@
 // Shapes    see Math; start/end are clamped like Python slices, negative values count from the end.
 // Dtypes    a's dtype.
 // Saved     dim, start, step (and whether the dim was removed).
-// Kernels   none forward (a view); backward: kernels/cpu/elementwise.cpp fill + copy.
+// Kernels   none forward (a view); backward: fill + copy of kernels/cpu/elementwise.cpp, or
+//           of kernels/cuda/elementwise.cu on the GPU.
 #include <algorithm>
 
 #include "core/ops/common.h"

@@ -9,7 +9,8 @@
 // Dtypes    a's dtype.
 // Saved     nothing.
 // Kernels   none for view (shares storage). reshape of a non-contiguous tensor copies first
-//           (contiguous(), kernels/cpu/elementwise.cpp copy).
+//           (contiguous(): the copy of kernels/cpu/elementwise.cpp, or of
+//           kernels/cuda/elementwise.cu on the GPU).
 #include "core/ops/common.h"
 
 namespace ember {

@@ -5,7 +5,10 @@
 // parameters are leaf tensors with requires_grad, the forward pass builds the tape, backward()
 // fills .grad, and the SGD update runs under NoGradGuard.
 //
-//   spiral [--steps 2000] [--hidden 64] [--lr 1.0] [--seed 0] [--threads N]
+//   spiral [--steps 2000] [--hidden 64] [--lr 1.0] [--seed 0] [--threads N] [--dot]
+//
+// --dot prints the tape of the first step (ember::autograd::to_dot) instead of training:
+// scripts/draw-tape turns it into the picture in docs/images/.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -52,19 +55,24 @@ int main(int argc, char** argv) {
   int steps = 2000, hidden = 64, threads = 0;
   double lr = 1.0;
   uint64_t seed = 0;
+  bool dot = false;
   app.add_option("--steps", steps, "full-batch gradient steps")->check(CLI::PositiveNumber);
   app.add_option("--hidden", hidden, "hidden units")->check(CLI::PositiveNumber);
   app.add_option("--lr", lr, "SGD learning rate")->check(CLI::PositiveNumber);
   app.add_option("--seed", seed, "random seed");
   app.add_option("--threads", threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  app.add_flag("--dot", dot, "print the tape of the first step in Graphviz's language and stop");
   CLI11_PARSE(app, argc, argv);
   if (threads > 0) set_num_threads(threads);
 
   manual_seed(seed);
   auto [x, y] = make_spirals(200, 3);
-  std::printf("data: %lld points in 3 spiral classes, 2 features\n", static_cast<long long>(x.size(0)));
-  std::printf("model: Linear(2, %d) -> ReLU -> Linear(%d, 3), SGD lr %g, %d steps, %d threads\n",
-              hidden, hidden, lr, steps, get_num_threads());
+  if (!dot) {
+    std::printf("data: %lld points in 3 spiral classes, 2 features\n",
+                static_cast<long long>(x.size(0)));
+    std::printf("model: Linear(2, %d) -> ReLU -> Linear(%d, 3), SGD lr %g, %d steps, %d threads\n",
+                hidden, hidden, lr, steps, get_num_threads());
+  }
 
   Tensor w1 = init_param({2, hidden}, 2), b1 = init_param({hidden}, 2);
   Tensor w2 = init_param({hidden, 3}, hidden), b2 = init_param({3}, hidden);
@@ -79,6 +87,12 @@ int main(int argc, char** argv) {
   for (int step = 1; step <= steps; ++step) {
     Tensor logits = (x.matmul(w1) + b1).relu().matmul(w2) + b2;
     Tensor loss = cross_entropy(logits, y);
+    if (dot) {
+      const std::string tape =
+          autograd::to_dot(loss, {{"w1", w1}, {"b1", b1}, {"w2", w2}, {"b2", b2}, {"loss", loss}});
+      std::printf("%s", tape.c_str());
+      return 0;
+    }
     loss.backward();
     {
       NoGradGuard no_grad;
