@@ -285,9 +285,36 @@ __attribute__((noinline)) void check(Thread* t, uintptr_t a, size_t n, bool writ
     }
     return;
   }
-  if (b.dynamic_shared != nullptr &&
-      a - reinterpret_cast<uintptr_t>(b.dynamic_shared) < b.grid->config.shared_bytes) {
-    return;  // dynamic shared memory: bounds-checked by the range, not race-checked
+  if (b.dynamic_shared != nullptr) {
+    // Dynamic shared memory (EMBER_DYNAMIC_SHARED): race- and init-checked like static shared
+    // memory, with its own cells; an access just outside the launch's bytes is reported as such.
+    const auto ds = reinterpret_cast<uintptr_t>(b.dynamic_shared);
+    const size_t bytes = b.grid->config.shared_bytes;
+    if (a - ds < bytes) {
+      if (t->checks & (kRacecheck | kInitcheck)) {
+        const size_t m = std::min<size_t>(n, ds + bytes - a);
+        const size_t word = (a - ds) >> 2;
+        shared_access(t, w.dynamic_race.data() + word, w.dynamic_write_pcs.data() + word, a, m,
+                      write, pc);
+      }
+      if (a + n > ds + bytes && (t->checks & kMemcheck)) {
+        report(t, cudaErrorIllegalAddress,
+               "memcheck: invalid " + access_words(write, n) + " at " + hex(a) +
+                   ": it runs past the end of the block's " + std::to_string(bytes) +
+                   " bytes of dynamic shared memory (the launch's third <<<...>>> argument)",
+               pc);
+      }
+      return;
+    }
+    if ((t->checks & kMemcheck) && (a + n > ds - 256 && a < ds + bytes + 256)) {
+      report(t, cudaErrorIllegalAddress,
+             "memcheck: invalid " + access_words(write, n) + " at " + hex(a) + ": " +
+                 (a < ds ? std::to_string(ds - a) + " bytes before the start"
+                         : std::to_string(a - (ds + bytes)) + " bytes past the end") +
+                 " of the block's " + std::to_string(bytes) +
+                 " bytes of dynamic shared memory (the launch's third <<<...>>> argument)",
+             pc);
+    }
   }
   if (!(t->checks & kMemcheck)) return;
   if (g.pinned->contains(a)) {
@@ -309,6 +336,34 @@ __attribute__((noinline)) void check(Thread* t, uintptr_t a, size_t n, bool writ
          pc);
 }
 
+// Counting (set_access_counting): which kind of memory an access touches, decided the way
+// check() sorts addresses. The thread's stack (its local variables) and the parameter space are
+// not counted: on a GPU those live in registers and the constant bank.
+__attribute__((noinline)) void count_access(Thread* t, uintptr_t a, size_t n, bool write) {
+  if (a - t->stack_lo < t->stack_size) return;
+  Globals& g = *g_globals;
+  bool shared = false;
+  if (a - g.device_lo < g.device_span) {
+    shared = false;
+  } else if (a - t->tls_lo < t->tls_size) {
+    if (a - reinterpret_cast<uintptr_t>(&tls_coordinates) < sizeof(Coordinates)) return;
+    shared = true;
+  } else {
+    const BlockRun& b = *t->block;
+    if (a - b.grid->params_lo < b.grid->params_size) return;
+    if (b.dynamic_shared != nullptr &&
+        a - reinterpret_cast<uintptr_t>(b.dynamic_shared) < b.grid->config.shared_bytes) {
+      shared = true;
+    } else if (!g.pinned->contains(a) && !in_module_image(a)) {
+      return;  // memcheck's business, not traffic
+    }
+  }
+  const int kind =
+      shared ? (write ? kSharedWrite : kSharedRead) : (write ? kGlobalWrite : kGlobalRead);
+  ++t->accesses[kind];
+  t->bytes[kind] += static_cast<int64_t>(n);
+}
+
 // The hot path, inlined into every hook: the thread's own stack, shared memory, and an access to
 // initialised bytes of the kernel's own device are decided here; everything else (and every
 // report) goes through check().
@@ -316,6 +371,7 @@ inline void hook(void* p, size_t n, bool write, bool aligned, const void* pc) {
   Thread* t = tls_thread;
   if (t == nullptr || !t->checking) return;
   const auto a = reinterpret_cast<uintptr_t>(p);
+  if (t->counting) count_access(t, a, n, write);
   if (a - t->stack_lo < t->stack_size) return;  // the thread's own stack: nothing to check
   if (a - t->own_lo < t->own_size && (!aligned || (a & (n - 1)) == 0)) {
     uint8_t* sh = t->own_shadow + (a - t->own_lo);
@@ -499,8 +555,13 @@ void init_worker_tls(Worker& w) {
 // concurrent atomics on one address are what atomics are for.
 void check_atomic(void* p, size_t n, const void* pc) {
   Thread* t = tls_thread;
-  if (t == nullptr || !(t->checks & (kMemcheck | kInitcheck))) return;
+  if (t == nullptr) return;
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (t->counting) {  // a read-modify-write: one read and one write
+    count_access(t, a, n, false);
+    count_access(t, a, n, true);
+  }
+  if (!(t->checks & (kMemcheck | kInitcheck))) return;
   Globals& g = globals();
   if (a - g.device_lo < g.device_span) {
     const unsigned saved = t->checks;
@@ -513,6 +574,14 @@ void check_atomic(void* p, size_t n, const void* pc) {
   Worker& w = *t->worker;
   if (a - w.tls_lo < w.tls_size) return;
   if (g.pinned->contains(a)) return;
+  // Dynamic shared memory (extern __shared__) and the program's __device__ variables are places
+  // a GPU's atomics reach too.
+  const BlockRun& b = *t->block;
+  if (b.dynamic_shared != nullptr &&
+      a - reinterpret_cast<uintptr_t>(b.dynamic_shared) < b.grid->config.shared_bytes) {
+    return;
+  }
+  if (in_module_image(a)) return;
   if (t->checks & kMemcheck) {
     report(t, cudaErrorIllegalAddress,
            "memcheck: atomic on " + std::to_string(n) + " bytes at " + hex(a) + ": " +
@@ -525,6 +594,72 @@ void check_atomic(void* p, size_t n, const void* pc) {
 
 namespace ember::emu {
 bool instrumented() { return detail::g_instrumented.load(std::memory_order_relaxed); }
+
+// ---- access counting: the totals ------------------------------------------------------------------
+
+namespace {
+struct CountTotals {
+  std::mutex mu;
+  bool on = false;
+  AccessCounts counts;
+};
+CountTotals& count_totals() {
+  static CountTotals* c = new CountTotals();  // never destroyed: kernels may run during exit
+  return *c;
+}
+AccessCount& kind_of(AccessCounts& c, int kind) {
+  switch (kind) {
+    case detail::kGlobalRead: return c.global_reads;
+    case detail::kGlobalWrite: return c.global_writes;
+    case detail::kSharedRead: return c.shared_reads;
+    default: return c.shared_writes;
+  }
+}
+}  // namespace
+
+void set_access_counting(bool on) {
+  CountTotals& c = count_totals();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.on = on;
+  c.counts = AccessCounts{};
+}
+bool access_counting() {
+  CountTotals& c = count_totals();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.on;
+}
+AccessCounts access_counts() {
+  CountTotals& c = count_totals();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.counts;
+}
+void reset_access_counts() {
+  CountTotals& c = count_totals();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.counts = AccessCounts{};
+}
+
+namespace detail {
+void add_block_counts(const BlockRun& b) {
+  CountTotals& c = count_totals();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.counts.threads += b.nthreads;
+  for (uint32_t i = 0; i < b.nthreads; ++i) {
+    const Thread& t = b.threads[i];
+    for (int k = 0; k < 4; ++k) {
+      AccessCount& a = kind_of(c.counts, k);
+      a.accesses += t.accesses[k];
+      a.bytes += t.bytes[k];
+      a.max_per_thread = std::max(a.max_per_thread, t.accesses[k]);
+    }
+  }
+}
+void count_launch() {
+  CountTotals& c = count_totals();
+  std::lock_guard<std::mutex> lock(c.mu);
+  ++c.counts.launches;
+}
+}  // namespace detail
 }  // namespace ember::emu
 
 // ---- the compiler's hooks ---------------------------------------------------------------------------

@@ -115,6 +115,35 @@ struct StrideCoverage {
 std::vector<StrideCoverage> stride_coverage();  // sorted by site
 std::string coverage_table();
 
+// ---- counting a kernel's memory traffic -------------------------------------------------------
+// While counting is on, every load and store a kernel's own code makes is counted, per CUDA
+// thread, as the emulator sees it through the access instrumentation (so only in an
+// instrumented build: instrumented() is true):
+//   global   device memory, pinned host memory and the program's __device__ / __constant__
+//            variables;
+//   shared   static __shared__ arrays and dynamic shared memory.
+// A thread's local variables and the kernel's parameters are not counted (registers on a GPU).
+// One access is one load or store instruction as the compiler emitted it: a float4 load is one
+// access of 16 bytes, and a load the optimizer kept in a register is not an access at all. An
+// atomic counts as one read and one write. The GPU puzzles (docs/puzzles/) grade a kernel's
+// traffic with these; bench_gemm --emulated prints them per output element for each rung of the
+// SGEMM ladder.
+struct AccessCount {
+  int64_t accesses = 0;  // over all threads of all counted launches
+  int64_t bytes = 0;
+  int64_t max_per_thread = 0;  // the most accesses one thread of one launch made
+};
+struct AccessCounts {
+  int64_t launches = 0;  // kernels counted
+  int64_t threads = 0;   // CUDA threads they ran
+  AccessCount global_reads, global_writes, shared_reads, shared_writes;
+};
+// Turning counting on (or off) starts from zero.
+void set_access_counting(bool on);
+bool access_counting();
+AccessCounts access_counts();  // since counting was last turned on or reset
+void reset_access_counts();
+
 // Which of `physical` emulated devices a CUDA_VISIBLE_DEVICES value shows, in order, read as
 // the CUDA driver reads it: comma-separated indices; the list ends at the first entry that is not
 // a valid index not listed before ("-1", "", "x" hide everything after them). Exposed for tests.

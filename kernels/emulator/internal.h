@@ -254,7 +254,16 @@ struct Thread {
   bool started = false;
   int barrier_predicate = 0;
   Stack stack;                 // the fiber stack it runs on (from its start)
+  // Traffic counting (set_access_counting): accesses and bytes by kind (AccessKind).
+  bool counting = false;
+  int64_t accesses[4] = {};
+  int64_t bytes[4] = {};
 };
+// The four kinds of access that counting tells apart, in AccessCounts' order.
+enum AccessKind { kGlobalRead = 0, kGlobalWrite = 1, kSharedRead = 2, kSharedWrite = 3 };
+// Adds a finished block's per-thread counts to the totals (scheduler.cpp, after each block).
+void add_block_counts(const BlockRun& b);
+void count_launch();  // one more kernel counted
 
 // A warp's pending collective: what it is, which lanes it waits for, what they brought.
 struct Warp {
@@ -320,6 +329,10 @@ struct Worker {
   int64_t switches = 0;
   BlockRun block;
   std::vector<char> dynamic_shared;
+  // Racecheck's cells for dynamic shared memory (one per 4-byte word, as for static shared
+  // memory), and the writers' code addresses.
+  std::vector<RaceCell> dynamic_race;
+  std::vector<const void*> dynamic_write_pcs;
 
   Worker() = default;
   ~Worker();  // unmaps the stacks (a host thread that launched kernels has ended)
@@ -335,6 +348,7 @@ struct Grid {
   void* closure = nullptr;
   int device = 0;
   unsigned checks = 0;
+  bool counting = false;  // access counting was on when the grid was launched
   uint64_t nblocks = 0;
   uint64_t threads_per_block = 0;
   std::atomic<uint64_t> next_block{0};

@@ -192,6 +192,11 @@ const char* cudaGetErrorString(cudaError_t error);
 
 // ---- memory --------------------------------------------------------------------------------------
 cudaError_t cudaMalloc(void** devPtr, size_t size);
+// The CUDA runtime's typed convenience overload: cudaMalloc(&float_ptr, bytes).
+template <class T>
+inline cudaError_t cudaMalloc(T** devPtr, size_t size) {
+  return cudaMalloc(reinterpret_cast<void**>(devPtr), size);
+}
 cudaError_t cudaFree(void* devPtr);
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total);
 cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags);

@@ -353,6 +353,9 @@ void run_block(Worker& w, Grid& g, uint64_t linear) {
     t.write_pcs = w.write_pcs.data();
     t.checking = false;
     t.checks = g.checks;
+    t.counting = g.counting;
+    std::fill(std::begin(t.accesses), std::end(t.accesses), 0);
+    std::fill(std::begin(t.bytes), std::end(t.bytes), 0);
     t.linear = i;
     t.warp = i / 32;
     t.lane = i % 32;
@@ -364,7 +367,12 @@ void run_block(Worker& w, Grid& g, uint64_t linear) {
     b.ready.push_back(i);
   }
   if (g.config.shared_bytes > 0) {
-    if (w.dynamic_shared.size() < g.config.shared_bytes + 16) w.dynamic_shared.resize(g.config.shared_bytes + 16);
+    if (w.dynamic_shared.size() < g.config.shared_bytes + 16) {
+      w.dynamic_shared.resize(g.config.shared_bytes + 16);
+      // Cells of block serial 0 (none) read as "untouched in this block".
+      w.dynamic_race.assign(g.config.shared_bytes / 4 + 2, RaceCell{});
+      w.dynamic_write_pcs.assign(g.config.shared_bytes / 4 + 2, nullptr);
+    }
     b.dynamic_shared = reinterpret_cast<char*>(
         (reinterpret_cast<uintptr_t>(w.dynamic_shared.data()) + 15) / 16 * 16);
   } else {
@@ -401,6 +409,7 @@ void run_block(Worker& w, Grid& g, uint64_t linear) {
     record_fault(g, cudaErrorLaunchFailure, os.str());
     return;
   }
+  if (g.counting) add_block_counts(b);
   if (!b.stride_loop) g.no_loop_blocks.fetch_add(1, std::memory_order_relaxed);
   else g.pass_blocks[std::min<int64_t>(b.max_passes, 3)].fetch_add(1, std::memory_order_relaxed);
 }
@@ -848,6 +857,8 @@ cudaError_t run_grid(const LaunchConfig& config, void (*body)(void*), void* clos
   g.device = device;
   g.checks = checks();
   if (!instrumented()) g.checks &= ~(kMemcheck | kRacecheck | kInitcheck);
+  g.counting = instrumented() && access_counting();
+  if (g.counting) count_launch();
   g.nblocks = static_cast<uint64_t>(config.grid.x) * config.grid.y * config.grid.z;
   g.threads_per_block = static_cast<uint64_t>(config.block.x) * config.block.y * config.block.z;
   if (!tls_host_worker) tls_host_worker = std::make_unique<Worker>();
@@ -885,7 +896,8 @@ cudaError_t run_grid(const LaunchConfig& config, void (*body)(void*), void* clos
 
 void enter_kernel_code() {
   Thread* t = tls_thread;
-  if (t != nullptr) t->checking = (t->checks & (kMemcheck | kRacecheck | kInitcheck)) != 0;
+  if (t != nullptr)
+    t->checking = t->counting || (t->checks & (kMemcheck | kRacecheck | kInitcheck)) != 0;
 }
 
 void* dynamic_shared_memory() {

@@ -144,6 +144,62 @@ TEST_CASE("emulator: atomics from many blocks on several CPU threads", "[emulato
   CHECK(max.get()[0] == static_cast<unsigned long long>(blocks * 256 - 1));
 }
 
+TEST_CASE("emulator: access counting sees each load and store of a kernel once", "[emulator]") {
+  REQUIRE(emu::instrumented());  // counting needs the access instrumentation (the default)
+  const int blocks = 3, threads = blocks * 64;
+  DeviceBuffer<float> a(threads), b(threads), out(threads), v4(4 * threads), out4(4 * threads);
+  DeviceBuffer<int> counter(1);
+  // Counting off: nothing is counted.
+  emu::set_access_counting(false);
+  REQUIRE(ember_test::launch_traffic(a.p, b.p, v4.p, out.p, out4.p, counter.p, blocks) ==
+          cudaSuccess);
+  CHECK(emu::access_counts().launches == 0);
+  CHECK(emu::access_counts().global_reads.accesses == 0);
+
+  emu::set_access_counting(true);
+  REQUIRE(ember_test::launch_traffic(a.p, b.p, v4.p, out.p, out4.p, counter.p, blocks) ==
+          cudaSuccess);
+  const emu::AccessCounts c = emu::access_counts();
+  emu::set_access_counting(false);
+  CHECK(counter.get()[0] == 2 * threads);
+  CHECK(c.launches == 1);
+  CHECK(c.threads == threads);
+  // Per thread, as tests/emulator/kernels.cu's traffic_kernel spells out.
+  CHECK(c.global_reads.accesses == 4 * threads);
+  CHECK(c.global_reads.bytes == 28 * threads);
+  CHECK(c.global_reads.max_per_thread == 4);
+  CHECK(c.global_writes.accesses == 3 * threads);
+  CHECK(c.global_writes.bytes == 24 * threads);
+  CHECK(c.global_writes.max_per_thread == 3);
+  CHECK(c.shared_writes.accesses == 2 * threads);
+  CHECK(c.shared_writes.bytes == 8 * threads);
+  CHECK(c.shared_reads.accesses == 3 * threads);
+  CHECK(c.shared_reads.bytes == 12 * threads);
+  CHECK(c.shared_reads.max_per_thread == 3);
+
+  // Counting works with every checker off too, and reset starts from zero.
+  {
+    Checks none(0);
+    emu::set_access_counting(true);
+    REQUIRE(ember_test::launch_traffic(a.p, b.p, v4.p, out.p, out4.p, counter.p, 1) == cudaSuccess);
+    CHECK(emu::access_counts().global_writes.accesses == 3 * 64);
+    emu::reset_access_counts();
+    CHECK(emu::access_counts().launches == 0);
+    CHECK(emu::access_counts().threads == 0);
+    emu::set_access_counting(false);
+  }
+}
+
+TEST_CASE("emulator: atomics on dynamic shared memory and __device__ variables", "[emulator]") {
+  // A GPU's atomics reach both; memcheck once took them for host memory.
+  Checks all(emu::kMemcheck | emu::kRacecheck | emu::kSynccheck | emu::kInitcheck);
+  DeviceBuffer<int> out(2);
+  REQUIRE(ember_test::launch_atomic_places(out.p, 96) == cudaSuccess);
+  const std::vector<int> v = out.get();
+  CHECK(v[0] == 96);
+  CHECK(v[1] == 96);
+}
+
 TEST_CASE("emulator: the partial last warp of a block", "[emulator]") {
   DeviceBuffer<int> out(40);
   REQUIRE(ember_test::launch_partial_warp(out.p, 40) == cudaSuccess);
@@ -382,6 +438,32 @@ TEST_CASE("emulator racecheck: shared memory read before the barrier", "[emulato
   check_report(r, "racecheck", "shared_race_kernel", "(0,0,0)", "(1,0,0)");
   CHECK(contains(r, "read-after-write hazard on shared memory"));
   CHECK(contains(r, "that thread (0,0,0) wrote"));
+  device_still_works();
+}
+
+TEST_CASE("emulator: dynamic shared memory is race-, init- and bounds-checked",
+          "[emulator][planted]") {
+  Checks on(emu::kMemcheck | emu::kRacecheck | emu::kSynccheck | emu::kInitcheck);
+  DeviceBuffer<int> out(64);
+  // The correct kernel passes every checker and reverses 0..63.
+  REQUIRE(ember_test::launch_dynamic_shared_bug(out.p, 0) == cudaSuccess);
+  const std::vector<int> v = out.get();
+  for (int t = 0; t < 64; ++t) CHECK(v[t] == 63 - t);
+
+  CHECK(ember_test::launch_dynamic_shared_bug(out.p, 1) == cudaErrorLaunchFailure);
+  std::string r = emu::last_report();
+  check_report(r, "racecheck", "dynamic_shared_bug_kernel", "(0,0,0)", "(1,0,0)");
+  CHECK(contains(r, "read-after-write hazard on shared memory"));
+
+  CHECK(ember_test::launch_dynamic_shared_bug(out.p, 2) == cudaErrorLaunchFailure);
+  r = emu::last_report();
+  check_report(r, "initcheck", "dynamic_shared_bug_kernel", "(0,0,0)", "(0,0,0)");
+  CHECK(contains(r, "of shared memory"));
+
+  CHECK(ember_test::launch_dynamic_shared_bug(out.p, 3) == cudaErrorIllegalAddress);
+  r = emu::last_report();
+  check_report(r, "memcheck", "dynamic_shared_bug_kernel", "(0,0,0)", "(63,0,0)");
+  CHECK(contains(r, "past the end of the block's 256 bytes of dynamic shared memory"));
   device_still_works();
 }
 

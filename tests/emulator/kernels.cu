@@ -269,4 +269,81 @@ int plant_exact_grid_for(int* out, int64_t n) {
   return last_error();
 }
 
+// ---- access counting, atomics beyond global memory, dynamic shared memory checks ------------
+
+// Known traffic per thread, for the access counters (emulator.h, set_access_counting):
+//   global reads   v4[i] (one 16-byte access), a[i], b[i], and the atomic's read: 4, 28 bytes
+//   global writes  out4[i] (16 bytes), out[i], and the atomic's write:            3, 24 bytes
+//   shared writes  s[t] (static), d[t] (dynamic):                                 2, 8 bytes
+//   shared reads   s[t], s[63 - t], d[63 - t]:                                    3, 12 bytes
+// The float4 is copied whole, so the compiler keeps it one 16-byte load and store.
+__global__ void traffic_kernel(const float* a, const float* b, const float4* v4, float* out,
+                               float4* out4, int* counter) {
+  __shared__ float s[64];
+  EMBER_DYNAMIC_SHARED(float, d);
+  const int t = static_cast<int>(threadIdx.x);
+  const int i = static_cast<int>(blockIdx.x * blockDim.x) + t;
+  out4[i] = v4[i];
+  s[t] = a[i];
+  d[t] = b[i];
+  __syncthreads();
+  out[i] = s[t] + s[63 - t] + d[63 - t];
+  atomicAdd(counter, 1);
+}
+
+// Atomics on the places besides global memory that a GPU's atomics reach: dynamic shared memory
+// and a __device__ variable. One block: out[0] and out[1] end as the block's thread count.
+__device__ int g_atomic_counter;
+
+__global__ void atomic_places_kernel(int* out) {
+  EMBER_DYNAMIC_SHARED(int, d);
+  const int t = static_cast<int>(threadIdx.x);
+  if (t == 0) {
+    d[0] = 0;
+    g_atomic_counter = 0;
+  }
+  __syncthreads();
+  atomicAdd(&d[0], 1);
+  atomicAdd(&g_atomic_counter, 1);
+  __syncthreads();
+  if (t == 0) {
+    out[0] = d[0];
+    out[1] = g_atomic_counter;
+  }
+}
+
+// Dynamic shared memory (EMBER_DYNAMIC_SHARED), checked like static shared memory. `bug`:
+//   0  none: thread t writes d[t], a barrier, then reads d[n - 1 - t]
+//   1  no barrier: thread t > 0 reads d[t - 1], which thread t - 1 wrote (racecheck)
+//   2  thread t reads d[t + n / 2] first, which no thread has written yet (initcheck)
+//   3  thread n - 1 also writes d[n], one int past the launch's n ints (memcheck)
+__global__ void dynamic_shared_bug_kernel(int* out, int bug) {
+  EMBER_DYNAMIC_SHARED(int, d);
+  const int t = static_cast<int>(threadIdx.x), n = static_cast<int>(blockDim.x);
+  if (bug == 2) out[t] = d[(t + n / 2) % n];
+  d[t] = t;
+  if (bug == 3 && t == n - 1) d[n] = t;
+  if (bug == 1) {
+    if (t > 0) out[t] = d[t - 1];
+    return;
+  }
+  __syncthreads();
+  out[t] = d[n - 1 - t];
+}
+
+int launch_traffic(const float* a, const float* b, const void* v4, float* out, void* out4,
+                   int* counter, int blocks) {
+  EMBER_LAUNCH(blocks, 64, 64 * sizeof(float), stream(), traffic_kernel)
+  (a, b, static_cast<const float4*>(v4), out, static_cast<float4*>(out4), counter);
+  return last_error();
+}
+int launch_atomic_places(int* out, int threads) {
+  EMBER_LAUNCH(1, threads, sizeof(int), stream(), atomic_places_kernel)(out);
+  return last_error();
+}
+int launch_dynamic_shared_bug(int* out, int bug) {
+  EMBER_LAUNCH(1, 64, 64 * sizeof(int), stream(), dynamic_shared_bug_kernel)(out, bug);
+  return last_error();
+}
+
 }  // namespace ember_test

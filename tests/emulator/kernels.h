@@ -18,6 +18,11 @@ int launch_syncthreads_count(int* out);               // out: count, and, or ove
 int launch_atomics(float* fsum, int* isum, unsigned long long* max, int blocks);
 int launch_partial_warp(int* out, int threads);       // lanes of a partial last warp shuffle
 int launch_dynamic_shared(int* out, int threads);     // reverses via dynamic shared memory
+// 64-thread blocks with a known count of global and shared accesses per thread (see kernels.cu);
+// v4 and out4 hold 4 floats per thread, a, b, out one; *counter counts the threads.
+int launch_traffic(const float* a, const float* b, const void* v4, float* out, void* out4,
+                   int* counter, int blocks);
+int launch_atomic_places(int* out, int threads);  // atomics on dynamic shared + __device__ int
 int launch_with_config(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                        unsigned bz, unsigned shared_bytes);  // an empty kernel
 int launch_fill(float* out, int64_t n, float value);  // grid-stride fill, kBlock threads
@@ -29,7 +34,10 @@ int plant_out_of_bounds(float* out, int64_t n);   // writes out[n] too (one past
 int plant_read(const float* in, float* out);      // reads in[0] (freed / cached / host memory)
 int plant_read_at(const float* in, int64_t i, float* out);  // reads in[i]
 int plant_misaligned(const float* in, float* out);  // a float4 load at in + 1
-int plant_shared_race(int* out);                  // thread t reads what t - 1 wrote, no barrier
+int plant_shared_race(int* out);
+// 64 threads, 64 ints of dynamic shared memory; bug 0 none, 1 a race, 2 a read of unwritten
+// words, 3 a write one int past the end (see kernels.cu).
+int launch_dynamic_shared_bug(int* out, int bug);  // thread t reads what t - 1 wrote, no barrier
 int plant_divergent_barrier(int* out);            // __syncthreads only in threads < 16
 int plant_exited_lane(int* out);                  // a full-mask shuffle after lanes returned
 
