@@ -1,12 +1,13 @@
-// bench/bench_gemm.cu — the SGEMM ladder: eight hand-written CUDA GEMM kernels, from a naive
-// one-thread-per-output kernel to tensor cores, each next to cuBLAS on the same GPU in the same run.
+// bench/bench_gemm.cu — the SGEMM ladder: nine CUDA GEMM kernels, from a naive one-thread-per-
+// output kernel to tensor cores, each next to cuBLAS on the same GPU in the same run.
 //
-// The product is row-major C[M, N] = A[M, K] @ B[K, N] in float32 (alpha = 1, beta = 0). The
+// The product is row-major C[M, N] = A[M, K] @ B[K, N] in float32 (alpha = 1, beta = 0). Eight
 // kernels are the lessons, one file each under bench/gemm/ (bench/gemm/README.md is the index):
 //   01 naive, 02 coalesced, 03 shared-memory tiles, 04 1-D register tiles, 05 2-D register
 //   tiles, 06 vectorized (float4) loads, 07 warp tiles + double buffering, 08 TF32 tensor cores;
-//   and 09, ember's own matmul kernel (kernels/cuda/gemm_tiled.cu: rung 07 made complete for
-//   transposes, leading dimensions, batches and float64), which set_gemm_backend(Ember) selects.
+//   the ninth, 09, is ember's own matmul kernel (kernels/cuda/gemm_tiled.cu: rung 07 made complete
+//   for transposes, leading dimensions, batches and float64), which set_gemm_backend(Ember)
+//   selects.
 // "Kernel 0" is cuBLAS, twice: cublasSgemm (FP32, the reference for rungs 01-07) and
 // cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 (the reference for rung 08), both called with
 // the row-major-as-column-major swap written out in kernels/cuda/gemm_plan.h.
@@ -31,12 +32,31 @@
 // Without a GPU (or in a CPU-only build of ember) the program says why and exits 0, so CI can
 // run it as a smoke test. It exits 1 when a kernel failed its check.
 //
+// In the emulation build (-DEMBER_CUDA=EMULATE, docs/emulator.md) there is no GPU to time and no
+// cuBLAS. This file is compiled there like ember's kernels, with the emulator's access
+// instrumentation, and `bench_gemm --emulated` measures what the ladder is about instead: memory
+// traffic. For one square shape (256; --sizes picks others, --quick 128) it runs each FP32 rung
+// and rung 09 once on the emulator with access counting on (kernels/emulator/emulator.h), checks
+// C against a float64 CPU product (the FP32 tolerance above, C pre-filled with NaN), and prints
+// per output element the global loads and stores, the shared loads and stores (one count per
+// load or store instruction: a float4 counts once) and the bytes of global traffic, against
+// rung 01's. Rung 08 is listed, not run: rung 8 needs tensor-core fragments the emulator does not
+// model yet. What the counts cannot show: coalescing (02 makes the loads of 01, but they touch 5
+// sectors per warp and step k instead of 33), bank conflicts, and latency hiding (07 against
+// 06). The counts are of the host compiler's accesses: bench/CMakeLists.txt turns off its
+// scalar replacement of aggregates here, which would split a float4 into four. Without
+// --emulated the emulation build says what it can do and exits 0; --emulated in a GPU build
+// exits 1.
+//
 // Usage: bench_gemm [--sizes 1024 2048 ...] [--shapes all|squares|mnist] [--kernels 1 7 8]
-//                   [--json FILE] [--quick] [--device N]
-#include <cublas_v2.h>
+//                   [--json FILE] [--quick] [--device N] [--emulated]
 #include <cuda_runtime.h>
+#ifndef EMBER_CUDA_EMULATED
+#include <cublas_v2.h>
+#endif
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -58,13 +78,19 @@
 #include "bench/gemm/05_2d_register_tiles.cuh"
 #include "bench/gemm/06_vectorized.cuh"
 #include "bench/gemm/07_warp_tiles.cuh"
-#include "bench/gemm/08_tf32_mma.cuh"
+#ifndef EMBER_CUDA_EMULATED
+#include "bench/gemm/08_tf32_mma.cuh"  // WMMA (nvcuda::wmma): nvcc only
+#endif
 #include "bench/harness.h"
 #include "core/cuda.h"
 #include "kernels/base/error.h"
 #include "kernels/cuda/gemm.h"
-#include "kernels/cuda/gemm_plan.h"
 #include "kernels/cuda/launch.cuh"
+#ifdef EMBER_CUDA_EMULATED
+#include "kernels/emulator/emulator.h"
+#else
+#include "kernels/cuda/gemm_plan.h"
+#endif
 
 namespace {
 
@@ -95,7 +121,11 @@ const Rung kRungs[] = {
     {5, "05 2d register tiles", gemm::launch_05, false},
     {6, "06 vectorized", gemm::launch_06, false},
     {7, "07 warp tiles", gemm::launch_07, false},
+#ifdef EMBER_CUDA_EMULATED
+    {8, "08 tf32 wmma", nullptr, true},  // not in the emulation build (see the top of the file)
+#else
     {8, "08 tf32 wmma", gemm::launch_08, true},
+#endif
     {9, "09 ember gemm_tiled", launch_ember, false},
 };
 
@@ -114,6 +144,7 @@ struct Shape {
   double flops() const { return 2.0 * M * N * static_cast<double>(K); }
 };
 
+#ifndef EMBER_CUDA_EMULATED
 std::vector<Shape> mnist_shapes() {
   const int batch = 64;
   const int widths[] = {784, 512, 256, 128, 64, 10};
@@ -128,17 +159,22 @@ std::vector<Shape> mnist_shapes() {
   return shapes;
 }
 
+#endif  // !EMBER_CUDA_EMULATED
+
 // ---- device memory and cuBLAS ----------------------------------------------------------------
 
 struct DeviceBuffer {
   float* ptr = nullptr;
   explicit DeviceBuffer(size_t n) {
-    EMBER_CUDA_CHECK(cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(float)));
+    EMBER_CUDA_CHECK(
+        cudaMalloc(reinterpret_cast<void**>(&ptr), std::max<size_t>(n, 1) * sizeof(float)));
   }
   ~DeviceBuffer() { cudaFree(ptr); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
+
+#ifndef EMBER_CUDA_EMULATED
 
 void cublas_check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) {
@@ -186,6 +222,8 @@ struct Cublas {
   }
 };
 
+#endif  // !EMBER_CUDA_EMULATED
+
 // ---- checking ---------------------------------------------------------------------------------
 
 struct Check {
@@ -208,6 +246,7 @@ Check compare(const std::vector<float>& got, const std::vector<float>& ref, int 
   return c;
 }
 
+#ifndef EMBER_CUDA_EMULATED
 // cuBLAS FP32 itself against a float64 dot product at `samples` random entries: the reference
 // (and the row-major mapping in gemm_plan.h) is checked before anything is compared with it.
 Check check_reference(const std::vector<float>& A, const std::vector<float>& B,
@@ -228,12 +267,15 @@ Check check_reference(const std::vector<float>& A, const std::vector<float>& B,
   return compare(got, ref, s.K, kRtolFp32);
 }
 
+#endif  // !EMBER_CUDA_EMULATED
+
 std::vector<float> to_host(const float* d, size_t n) {
   std::vector<float> h(n);
   EMBER_CUDA_CHECK(cudaMemcpy(h.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost));
   return h;
 }
 
+#ifndef EMBER_CUDA_EMULATED
 // ---- timing -----------------------------------------------------------------------------------
 
 // One probe run sizes the measurement: about budget_ms of timed runs, within [min_runs, max_runs].
@@ -337,6 +379,22 @@ ShapeResult run_shape(const Shape& s, const std::vector<int>& kernels, const Cub
   return res;
 }
 
+#endif  // !EMBER_CUDA_EMULATED
+
+// What the command line asks for.
+struct Options {
+  std::vector<int> sizes;
+  std::string shapes = "all";
+  std::vector<int> kernels = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::string json;
+  bool quick = false;
+  int device = 0;
+  bool emulated = false;
+};
+
+#ifndef EMBER_CUDA_EMULATED
+// ---- on a GPU: time every rung against cuBLAS ---------------------------------------------------
+
 std::string rung_name(int number) {
   for (const Rung& r : kRungs) {
     if (r.number == number) return r.name;
@@ -344,25 +402,13 @@ std::string rung_name(int number) {
   return "-";
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{"ember bench_gemm: the SGEMM ladder (bench/gemm/) against cuBLAS FP32 and TF32"};
-  std::vector<int> sizes;
-  std::string shapes = "all";
-  std::vector<int> kernels = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-  std::string json;
-  bool quick = false;
-  int device = 0;
-  app.add_option("--sizes", sizes,
-                 "square sizes M = N = K (default 1024 2048 4096 8192; --quick: 1024 2048)")
-      ->check(CLI::Range(1, 65536));
-  app.add_option("--shapes", shapes, "which shapes: all, squares or mnist")
-      ->check(CLI::IsMember({"all", "squares", "mnist"}));
-  app.add_option("--kernels", kernels, "rungs to run, 1-9 (cuBLAS always runs)")
-      ->check(CLI::Range(1, 9));
-  app.add_option("--json", json, "also write the tables to this JSON file");
-  app.add_flag("--quick", quick, "a short run: fewer timed runs, sizes 1024 and 2048");
-  app.add_option("--device", device, "the GPU to run on")->check(CLI::NonNegativeNumber);
-  CLI11_PARSE(app, argc, argv);
+int run_on_gpu(const Options& o) {
+  const std::vector<int>& kernels = o.kernels;
+  const std::string& json = o.json;
+  const std::string& shapes = o.shapes;
+  const bool quick = o.quick;
+  const int device = o.device;
+  std::vector<int> sizes = o.sizes;
   if (sizes.empty()) sizes = quick ? std::vector<int>{1024, 2048} : std::vector<int>{1024, 2048, 4096, 8192};
 
   std::cout << "ember bench_gemm: the SGEMM ladder vs cuBLAS, row-major C[M,N] = A[M,K] @ B[K,N], "
@@ -449,6 +495,178 @@ int run(int argc, char** argv) {
   }
   if (failed) std::cout << "\nbench_gemm: at least one kernel FAILED its check (see the tables)\n";
   return failed ? 1 : 0;
+}
+#endif  // !EMBER_CUDA_EMULATED
+
+#ifdef EMBER_CUDA_EMULATED
+// ---- in the emulation build: count each rung's memory traffic ---------------------------------
+
+// A count per output element: whole numbers as they are, fractions with up to 3 decimals.
+std::string per_output(double v) {
+  if (std::fabs(v - std::round(v)) < 1e-9) return std::to_string(std::llround(v));
+  std::string t = eb::fmt(v, 3);
+  while (t.back() == '0') t.pop_back();
+  return t;
+}
+
+std::string checker_names(unsigned mask) {
+  namespace emu = ember::emu;
+  const std::pair<unsigned, const char*> names[] = {{emu::kMemcheck, "memcheck"},
+                                                    {emu::kRacecheck, "racecheck"},
+                                                    {emu::kSynccheck, "synccheck"},
+                                                    {emu::kInitcheck, "initcheck"},
+                                                    {emu::kHostcheck, "hostcheck"}};
+  std::string out;
+  for (const auto& [bit, name] : names) {
+    if (mask & bit) out += (out.empty() ? "" : ", ") + std::string(name);
+  }
+  return out.empty() ? "none" : out;
+}
+
+// The first line of an error message (a checker's report goes on for several).
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+constexpr const char* kNoTensorCores =
+    "not run: rung 8 needs tensor-core fragments the emulator does not model yet";
+
+int run_emulated(const Options& o) {
+  namespace emu = ember::emu;
+  std::cout << "ember bench_gemm --emulated: the SGEMM ladder's memory traffic on the CUDA "
+               "emulator, row-major C[M,N] = A[M,K] @ B[K,N], float32\n";
+  const std::string header = eb::gpu_header(o.device);
+  std::cout << header;
+  if (!emu::instrumented()) {
+    std::cout << "bench_gemm: the kernels were compiled without the emulator's access "
+                 "instrumentation (EMBER_EMULATOR_INSTRUMENT=OFF): there is nothing to count\n";
+    return 1;
+  }
+  std::cout << "  method: each rung runs once with access counting on "
+               "(ember::emu::set_access_counting); every load and store of the kernel's code is "
+               "counted as the compiler emitted it (a float4 is one access of 16 bytes, a value "
+               "kept in a register is none), divided by M * N. C is checked against a float64 "
+               "CPU product, tolerance "
+            << kRtolFp32
+            << " * (|ref| + sqrt(K)). Checkers in force: " << checker_names(emu::checks())
+            << " (EMBER_EMULATOR_CHECKS; the counts do not depend on them)\n\n";
+
+  std::vector<int> sizes = o.sizes;
+  if (sizes.empty()) sizes = {o.quick ? 128 : 256};
+  std::vector<eb::Table> tables;
+  bool failed = false;
+  for (const int n : sizes) {
+    const Shape s{"square", n, n, n};
+    const size_t nA = static_cast<size_t>(s.M) * s.K, nB = static_cast<size_t>(s.K) * s.N,
+                 nC = static_cast<size_t>(s.M) * s.N;
+    std::vector<float> hA(nA), hB(nB), ref(nC);
+    std::mt19937 rng(2024);
+    std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+    for (float& x : hA) x = uni(rng);
+    for (float& x : hB) x = uni(rng);
+    for (int i = 0; i < s.M; ++i) {  // the float64 reference, every entry
+      std::vector<double> row(s.N, 0.0);
+      for (int k = 0; k < s.K; ++k) {
+        const double a = hA[static_cast<size_t>(i) * s.K + k];
+        const float* b = &hB[static_cast<size_t>(k) * s.N];
+        for (int j = 0; j < s.N; ++j) row[j] += a * b[j];
+      }
+      for (int j = 0; j < s.N; ++j)
+        ref[static_cast<size_t>(i) * s.N + j] = static_cast<float>(row[j]);
+    }
+    DeviceBuffer dA(nA), dB(nB), dC(nC);
+    EMBER_CUDA_CHECK(cudaMemcpy(dA.ptr, hA.data(), nA * sizeof(float), cudaMemcpyHostToDevice));
+    EMBER_CUDA_CHECK(cudaMemcpy(dB.ptr, hB.data(), nB * sizeof(float), cudaMemcpyHostToDevice));
+
+    eb::Table table(s.label() + " on the emulator: memory traffic per output element",
+                    {"kernel", "global loads", "global stores", "shared loads", "shared stores",
+                     "global bytes", "rung 01 / this", "check (err/tol)"});
+    double bytes01 = 0.0;
+    double seconds = 0.0;
+    for (const Rung& r : kRungs) {
+      if (std::find(o.kernels.begin(), o.kernels.end(), r.number) == o.kernels.end()) continue;
+      if (!r.launch) {
+        table.add_row({r.name, "-", "-", "-", "-", "-", "-", kNoTensorCores});
+        continue;
+      }
+      EMBER_CUDA_CHECK(cudaMemset(dC.ptr, 0xff, nC * sizeof(float)));  // NaN everywhere
+      const auto t0 = std::chrono::steady_clock::now();
+      emu::set_access_counting(true);
+      try {
+        r.launch(dA.ptr, dB.ptr, dC.ptr, s.M, s.N, s.K, 0);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+      } catch (const std::exception& e) {  // a checker stopped the kernel
+        emu::set_access_counting(false);
+        table.add_row({r.name, "-", "-", "-", "-", "-", "-", "FAIL: " + first_line(e.what())});
+        failed = true;
+        continue;
+      }
+      const emu::AccessCounts c = emu::access_counts();
+      emu::set_access_counting(false);
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const Check check = compare(to_host(dC.ptr, nC), ref, s.K, kRtolFp32);
+      failed = failed || !check.ok;
+      const double per = 1.0 / static_cast<double>(nC);
+      const double bytes = static_cast<double>(c.global_reads.bytes + c.global_writes.bytes) * per;
+      if (r.number == 1) bytes01 = bytes;
+      table.add_row({r.name, per_output(c.global_reads.accesses * per),
+                     per_output(c.global_writes.accesses * per),
+                     per_output(c.shared_reads.accesses * per),
+                     per_output(c.shared_writes.accesses * per), per_output(bytes),
+                     bytes01 > 0 ? eb::fmt(bytes01 / bytes, 1) + "x" : "-", check.cell()});
+    }
+    table.print(std::cout);
+    std::cout << "  (" << eb::fmt(seconds, 1) << " s of emulation for this shape)\n\n"
+              << std::flush;
+    tables.push_back(std::move(table));
+  }
+  std::cout << "What the counts do not show: coalescing (rung 02 makes rung 01's loads, but per "
+               "step k a warp's loads touch 5 32-byte sectors instead of 33), shared-memory bank "
+               "conflicts, and latency hiding (rung 07 against rung 06): those are timing, for a "
+               "GPU (bench/RESULTS.md).\n";
+  if (!o.json.empty()) {
+    eb::write_json(o.json, "bench_gemm", header, tables);
+    std::cout << "\nwrote " << o.json << "\n";
+  }
+  if (failed) std::cout << "\nbench_gemm: at least one kernel FAILED its check (see the tables)\n";
+  return failed ? 1 : 0;
+}
+#endif  // EMBER_CUDA_EMULATED
+
+int run(int argc, char** argv) {
+  CLI::App app{"ember bench_gemm: the SGEMM ladder (bench/gemm/) against cuBLAS FP32 and TF32"};
+  Options o;
+  app.add_option("--sizes", o.sizes,
+                 "square sizes M = N = K (default 1024 2048 4096 8192; --quick: 1024 2048; "
+                 "--emulated: 256, --quick 128)")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--shapes", o.shapes, "which shapes: all, squares or mnist")
+      ->check(CLI::IsMember({"all", "squares", "mnist"}));
+  app.add_option("--kernels", o.kernels, "rungs to run, 1-9 (cuBLAS always runs)")
+      ->check(CLI::Range(1, 9));
+  app.add_option("--json", o.json, "also write the tables to this JSON file");
+  app.add_flag("--quick", o.quick, "a short run: fewer timed runs, sizes 1024 and 2048");
+  app.add_option("--device", o.device, "the GPU to run on")->check(CLI::NonNegativeNumber);
+  app.add_flag("--emulated", o.emulated,
+               "emulation build only: count each rung's memory traffic per output element on the "
+               "CPU emulator instead of timing on a GPU");
+  CLI11_PARSE(app, argc, argv);
+#ifdef EMBER_CUDA_EMULATED
+  if (o.emulated) return run_emulated(o);
+  std::cout << "ember bench_gemm: the SGEMM ladder, row-major C[M,N] = A[M,K] @ B[K,N], float32\n"
+            << "bench_gemm: this is the emulation build (-DEMBER_CUDA=EMULATE): the kernels run on "
+               "the CPU, so there is nothing to time against cuBLAS (which it does not have).\n"
+               "Run `bench_gemm --emulated` for what the emulator can measure: each rung's memory "
+               "traffic per output element (global and shared loads and stores, bytes).\n";
+  if (!o.json.empty()) eb::write_json(o.json, "bench_gemm", eb::gpu_header(o.device), {});
+  return 0;
+#else
+  if (o.emulated) {
+    std::cout << "bench_gemm: --emulated counts memory traffic on the CUDA emulator, which needs "
+                 "the emulation build (cmake -DEMBER_CUDA=EMULATE); this build runs on a GPU "
+                 "(run bench_gemm without --emulated)\n";
+    return 1;
+  }
+  return run_on_gpu(o);
+#endif
 }
 
 }  // namespace

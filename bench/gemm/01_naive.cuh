@@ -53,7 +53,10 @@ inline void launch_01(const float* A, const float* B, float* C, int M, int N, in
   const dim3 block(kBlock, kBlock);
   const dim3 grid((M + kBlock - 1) / kBlock, (N + kBlock - 1) / kBlock);  // x: rows, y: columns
   EMBER_CHECK(grid.y <= 65535, "launch_01: N = ", N, " needs more than 65535 blocks in y");
-  sgemm_naive_kernel<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
+  // EMBER_LAUNCH(grid, block, shared_bytes, stream, kernel)(args) is nvcc's
+  // kernel<<<grid, block, shared_bytes, stream>>>(args); the macro (kernels/cuda/launch.cuh)
+  // lets the emulation build, which has no <<<>>>, run the same kernel on the CPU.
+  EMBER_LAUNCH(grid, block, 0, stream, sgemm_naive_kernel)(A, B, C, M, N, K);
   EMBER_LAUNCH_CHECK("sgemm_naive_kernel");
 }
 

@@ -53,7 +53,7 @@ inline void launch_02(const float* A, const float* B, float* C, int M, int N, in
   const dim3 block(kBlock, kBlock);
   const dim3 grid((N + kBlock - 1) / kBlock, (M + kBlock - 1) / kBlock);  // x: columns, y: rows
   EMBER_CHECK(grid.y <= 65535, "launch_02: M = ", M, " needs more than 65535 blocks in y");
-  sgemm_coalesced_kernel<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
+  EMBER_LAUNCH(grid, block, 0, stream, sgemm_coalesced_kernel)(A, B, C, M, N, K);
   EMBER_LAUNCH_CHECK("sgemm_coalesced_kernel");
 }
 

@@ -69,7 +69,7 @@ inline void launch_03(const float* A, const float* B, float* C, int M, int N, in
   const dim3 block(kTile, kTile);
   const dim3 grid((N + kTile - 1) / kTile, (M + kTile - 1) / kTile);
   EMBER_CHECK(grid.y <= 65535, "launch_03: M = ", M, " needs more than 65535 blocks in y");
-  sgemm_shared_tiles_kernel<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
+  EMBER_LAUNCH(grid, block, 0, stream, sgemm_shared_tiles_kernel)(A, B, C, M, N, K);
   EMBER_LAUNCH_CHECK("sgemm_shared_tiles_kernel");
 }
 

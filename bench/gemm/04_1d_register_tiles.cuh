@@ -88,7 +88,7 @@ inline void launch_04(const float* A, const float* B, float* C, int M, int N, in
   using namespace rung04;
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
   EMBER_CHECK(grid.y <= 65535, "launch_04: M = ", M, " needs more than 65535 blocks in y");
-  sgemm_1d_register_tiles_kernel<<<grid, kThreads, 0, stream>>>(A, B, C, M, N, K);
+  EMBER_LAUNCH(grid, kThreads, 0, stream, sgemm_1d_register_tiles_kernel)(A, B, C, M, N, K);
   EMBER_LAUNCH_CHECK("sgemm_1d_register_tiles_kernel");
 }
 

@@ -106,7 +106,7 @@ inline void launch_05(const float* A, const float* B, float* C, int M, int N, in
   using namespace rung05;
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
   EMBER_CHECK(grid.y <= 65535, "launch_05: M = ", M, " needs more than 65535 blocks in y");
-  sgemm_2d_register_tiles_kernel<<<grid, kThreads, 0, stream>>>(A, B, C, M, N, K);
+  EMBER_LAUNCH(grid, kThreads, 0, stream, sgemm_2d_register_tiles_kernel)(A, B, C, M, N, K);
   EMBER_LAUNCH_CHECK("sgemm_2d_register_tiles_kernel");
 }
 

@@ -172,9 +172,9 @@ inline void launch_06(const float* A, const float* B, float* C, int M, int N, in
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
   EMBER_CHECK(grid.y <= 65535, "launch_06: M = ", M, " needs more than 65535 blocks in y");
   if (float4_path_ok(A, B, C, N, K)) {
-    sgemm_vectorized_kernel<true><<<grid, kThreads, 0, stream>>>(A, B, C, M, N, K);
+    EMBER_LAUNCH(grid, kThreads, 0, stream, sgemm_vectorized_kernel<true>)(A, B, C, M, N, K);
   } else {
-    sgemm_vectorized_kernel<false><<<grid, kThreads, 0, stream>>>(A, B, C, M, N, K);
+    EMBER_LAUNCH(grid, kThreads, 0, stream, sgemm_vectorized_kernel<false>)(A, B, C, M, N, K);
   }
   EMBER_LAUNCH_CHECK("sgemm_vectorized_kernel");
 }
