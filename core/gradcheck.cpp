@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
 #include "core/ops.h"
 #include "kernels/base/philox.h"
 
@@ -116,6 +117,55 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, double 
   o.atol = atol;
   o.rtol = rtol;
   return gradcheck(fn, inputs, o);
+}
+
+bool gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                   const GradcheckOptions& o) {
+  // The inputs to differentiate, and the shape of the output (for v).
+  std::vector<size_t> wrt;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].defined() && inputs[i].requires_grad()) wrt.push_back(i);
+  if (wrt.empty()) {
+    if (o.raise) throw AutogradError("gradgradcheck: no input requires grad");
+    return false;
+  }
+  Tensor y0;
+  {
+    NoGradGuard no_grad;
+    y0 = fn(inputs);
+  }
+  // v: fixed values in [-1, 1), from their own Philox stream (the global generator is untouched).
+  std::vector<double> values(static_cast<size_t>(y0.numel()));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto r = kernels::philox4x32(0x67726164677261, i, 0);
+    values[i] = 2.0 * kernels::uniform_double(r.v[0], r.v[1]) - 1.0;
+  }
+  const Tensor v =
+      from_vector<double>(values, y0.shape(), TensorOptions(kFloat64)).requires_grad_(true);
+
+  // G(x..., v): the first-order gradients, recorded (create_graph), as one flat float64 vector.
+  // gradcheck calls it both to differentiate it and, under NoGradGuard, for finite differences:
+  // grad mode is switched on inside, since the first-order gradient needs a tape either way.
+  const size_t n = inputs.size();
+  auto first_order = [&fn, &wrt, n](const std::vector<Tensor>& xs) {
+    EnableGradGuard grad_on;
+    const std::vector<Tensor> args(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(n));
+    const Tensor y = fn(args);
+    std::vector<Tensor> diff;
+    for (size_t i : wrt) diff.push_back(args[i]);
+    const std::vector<Tensor> grads = autograd::grad({y}, diff, {xs[n].to(y.dtype())},
+                                                     /*retain_graph=*/true, /*create_graph=*/true,
+                                                     /*allow_unused=*/true);
+    std::vector<Tensor> flat;
+    for (const Tensor& g : grads)
+      if (g.defined()) flat.push_back(reshape(g, {-1}).to(kFloat64));
+    // + 0 * sum(v): a first-order gradient that is a constant (div with a rounding mode: zero)
+    // has no graph; this keeps G a function of v, so its second derivatives are checked as zeros.
+    return add(cat(flat, 0), mul(sum(xs[n]), 0.0));
+  };
+  std::vector<Tensor> extended = inputs;
+  extended.push_back(v);
+  return gradcheck(first_order, extended, o);
 }
 
 }  // namespace ember

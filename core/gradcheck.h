@@ -11,6 +11,8 @@
 //
 // A non-scalar output y is reduced to the scalar sum(y * r) with a fixed random r, which checks
 // a random linear combination of the rows of the Jacobian in one backward pass.
+//
+// gradgradcheck (below) checks second derivatives the same way.
 #pragma once
 
 #include <functional>
@@ -35,5 +37,17 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                const GradcheckOptions& options = {});
 bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, double eps, double atol,
                double rtol);
+
+// gradgradcheck(fn, inputs): the same check one order up, for backward formulas that must be
+// differentiable themselves (create_graph, docs/autograd.md#higher-order-gradients). It draws a
+// fixed random grad_output v of fn's output shape (a float64 leaf that requires grad) and
+// gradchecks the first-order gradients as a function of the inputs and v:
+//
+//   G(x, v) = autograd::grad({fn(x)}, {x...}, {v}, create_graph) flattened and concatenated
+//
+// so the finite differences of the gradient are compared with a backward pass through the
+// backward pass (both the x -> gradient and the v -> gradient derivatives). Inputs as gradcheck's.
+bool gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                   const GradcheckOptions& options = {});
 
 }  // namespace ember

@@ -39,6 +39,21 @@ Tensor neg(const Tensor& a);
 // a ^ exponent. An integer tensor with an integer exponent stays integer (exact, wrapping like
 // repeated multiplication; a negative exponent is an error); a floating exponent gives floats.
 Tensor pow(const Tensor& a, const Scalar& exponent);
+// a ^ b elementwise with broadcasting, in result_type(a, b); differentiable in both (d/db =
+// out * log(a), 0 where a == 0 and b >= 0, as PyTorch's). Integer tensors stay integer, and an
+// integer negative exponent gives 0 (+-1 for a base of +-1) instead of an error. bool ^ bool is
+// refused, as in PyTorch. pow(2.0, b): a number raised to each element (pow(1, b) is all ones).
+Tensor pow(const Tensor& a, const Tensor& exponent);
+Tensor pow(const Scalar& base, const Tensor& exponent);
+// The remainders of a / b (core/ops/fmod.cpp), broadcast and promoted as a - b: fmod rounds the
+// quotient toward zero (C's fmod: the sign of a), remainder toward -inf (Python's %: the sign of
+// b). Integer dtypes stay integer; an integer division by zero raises a ValueError (PyTorch:
+// "ZeroDivisionError"). Gradients: 1 for a, -trunc(a / b) (fmod) or -floor(a / b) (remainder)
+// for b.
+Tensor fmod(const Tensor& a, const Tensor& b);
+Tensor fmod(const Tensor& a, const Scalar& b);
+Tensor remainder(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Scalar& b);
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
@@ -95,6 +110,9 @@ Tensor all(const Tensor& a);
 Tensor all(const Tensor& a, int64_t dim, bool keepdim = false);
 // Sums a broadcast gradient back down to `shape` (the reverse of broadcasting).
 Tensor sum_to(const Tensor& a, const Shape& shape);
+// The running sum along `dim` (core/ops/cumsum.cpp): out[.., j, ..] = sum of a[.., i, ..] for
+// i <= j. Integer and bool inputs give int64, as in PyTorch. Backward: the reversed running sum.
+Tensor cumsum(const Tensor& a, int64_t dim);
 
 // ---- linear algebra (core/ops/matmul.cpp) ---------------------------------------------------
 // 1-d and 2-d operands as in torch.matmul; 3-d and more: batched, batch dims broadcast.
@@ -127,6 +145,13 @@ Tensor ge(const Tensor& a, const Scalar& b);
 // cond ? a : b elementwise (broadcast), in the promoted dtype of a and b; differentiable in a
 // and b.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// A number on either side (or both): it counts as a number in the promotion (core/promotion.h),
+// so where(c, int64 tensor, 2.5) is float32 and where(c, uint8 tensor, 7) stays uint8; it must
+// fit that dtype. where(c, 1, 2.5) is float32, where(c, 1, 2) int64, where(c, true, false) bool.
+// The gradient flows to the tensor operand (core/ops/where.cpp).
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
+Tensor where(const Tensor& cond, const Scalar& a, const Scalar& b);
 Tensor masked_fill(const Tensor& a, const Tensor& mask, const Scalar& value);
 
 // ---- clamping and elementwise extremes (core/ops/clamp.cpp, core/ops/maximum.cpp) ----------
@@ -203,6 +228,15 @@ Tensor select(const Tensor& a, int64_t dim, int64_t index);
 Tensor squeeze(const Tensor& a, int64_t dim);
 Tensor unsqueeze(const Tensor& a, int64_t dim);
 Tensor expand(const Tensor& a, const Shape& shape);
+// Pieces of `a` along `dim`, as views (narrow): split into pieces of split_size (the last one
+// smaller when split_size does not divide the size), or of the given sizes (which must add up
+// to the size); chunk into `chunks` pieces of ceil(size / chunks) (so fewer pieces when the size
+// runs out first, as in PyTorch). Each piece's gradient flows back into its part of `a`
+// (core/ops/split.cpp).
+std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& a, const std::vector<int64_t>& split_sizes,
+                          int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim = 0);
 Tensor contiguous(const Tensor& a);
 Tensor clone(const Tensor& a);
 Tensor to_dtype(const Tensor& a, DType dtype);

@@ -30,6 +30,8 @@ const std::vector<OpInfo>& op_registry() {
       {"floor_divide", "core/ops/div.cpp", false, "", ELEMENTWISE_KERNELS},
       {"neg", "core/ops/neg.cpp", true, "NegBackward", ELEMENTWISE_KERNELS},
       {"pow", "core/ops/pow.cpp", true, "PowBackward", ELEMENTWISE_KERNELS},
+      {"fmod", "core/ops/fmod.cpp", true, "FmodBackward", ELEMENTWISE_KERNELS},
+      {"remainder", "core/ops/fmod.cpp", true, "RemainderBackward", ELEMENTWISE_KERNELS},
       // elementwise math and activations
       {"exp", "core/ops/exp.cpp", true, "ExpBackward", ELEMENTWISE_KERNELS},
       {"log", "core/ops/log.cpp", true, "LogBackward", ELEMENTWISE_KERNELS},
@@ -55,6 +57,8 @@ const std::vector<OpInfo>& op_registry() {
       {"all", "core/ops/any_all.cpp", false, "",
        "kernels/cpu/elementwise.cpp compare(Ne) + kernels/cpu/reduce.cpp max_min",
        "kernels/cuda/elementwise.cu compare(Ne) + kernels/cuda/reduce.cu max_min"},
+      {"cumsum", "core/ops/cumsum.cpp", true, "CumsumBackward",
+       "kernels/cpu/reduce.cpp reduce_cumsum", "kernels/cuda/reduce.cu reduce_cumsum"},
       // linear algebra
       {"matmul", "core/ops/matmul.cpp", true, "MatmulBackward", GEMM_KERNELS},
       // softmax family and losses
@@ -112,6 +116,8 @@ const std::vector<OpInfo>& op_registry() {
       {"squeeze", "core/ops/squeeze.cpp", true, "SqueezeBackward", NO_KERNELS_VIEW},
       {"unsqueeze", "core/ops/squeeze.cpp", true, "UnsqueezeBackward", NO_KERNELS_VIEW},
       {"expand", "core/ops/expand.cpp", true, "ExpandBackward", NO_KERNELS_VIEW},
+      {"split", "core/ops/split.cpp", true, "(composite: narrow)", VIEW_BACKWARD_KERNELS},
+      {"chunk", "core/ops/split.cpp", true, "(composite: narrow)", VIEW_BACKWARD_KERNELS},
       {"contiguous", "core/ops/copy.cpp", true, "ContiguousBackward", ELEMENTWISE_KERNELS},
       {"clone", "core/ops/copy.cpp", true, "CloneBackward", ELEMENTWISE_KERNELS},
       {"to_dtype", "core/ops/copy.cpp", true, "ToDtypeBackward", ELEMENTWISE_KERNELS},
@@ -129,6 +135,50 @@ const std::vector<OpInfo>& op_registry() {
       {"zero_", "core/ops/inplace.cpp", false, "", ELEMENTWISE_KERNELS},
   };
   return ops;
+}
+
+// ---- higher-order gradients (core/registry.h) -------------------------------------------------
+// Kept apart from the rows above. A new differentiable op goes into one of these two lists.
+
+// clang-format off
+const std::vector<std::string>& twice_differentiable_ops() {
+  static const std::vector<std::string> ops = {
+      // elementwise (tanh, sigmoid, relu: their backward switches to recorded ops under
+      // create_graph; abs: sign(x) is a constant of the graph)
+      "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "abs", "relu", "sigmoid",
+      "tanh",
+      // reductions (amax, amin: the mask of the maxima is a constant)
+      "sum", "mean", "sum_to", "amax", "amin",
+      // linear algebra and composites
+      "matmul", "mse_loss", "where", "masked_fill",
+      "clamp", "clamp_min", "clamp_max", "maximum", "minimum",
+      // indexing and joining
+      "gather", "index_select", "index_add", "cat", "stack",
+      // layout (narrow, slice, select: under create_graph their backward scatters with index_add)
+      "view", "reshape", "permute", "transpose", "squeeze", "unsqueeze", "expand", "contiguous",
+      "clone", "to_dtype", "to_device", "narrow", "slice", "select",
+      // added beside issue 27's other ops
+      "fmod", "remainder", "cumsum", "split", "chunk",
+  };
+  return ops;
+}
+
+const std::vector<std::string>& not_yet_twice_differentiable_ops() {
+  // Their backward computes with a kernel (or an in-place copy_) and records no tape.
+  static const std::vector<std::string> ops = {
+      "prod", "max", "min", "softmax", "log_softmax", "cross_entropy", "conv2d", "max_pool2d",
+      "avg_pool2d",
+      "scatter_add",  // when src reaches past index (a zero-padded copy_)
+  };
+  return ops;
+}
+
+// clang-format on
+
+bool twice_differentiable(const std::string& op) {
+  for (const std::string& name : twice_differentiable_ops())
+    if (name == op) return true;
+  return false;
 }
 
 const OpInfo* find_op(const std::string& name) {

@@ -23,4 +23,16 @@ struct OpInfo {
 const std::vector<OpInfo>& op_registry();
 const OpInfo* find_op(const std::string& name);  // nullptr when unknown
 
+// Higher-order gradients (backward or autograd::grad with create_graph, docs/autograd.md). Every
+// differentiable op is in exactly one of two lists, kept in core/registry.cpp apart from the rows:
+//   twice_differentiable_ops()  its backward is written with recorded ops, so it can be
+//       differentiated again; tests/core/gradgrad.cpp runs every case of each through
+//       gradgradcheck (core/gradcheck.h) and fails for a claimed op without a case;
+//   not_yet_twice_differentiable_ops()  its backward calls kernels directly; under create_graph it
+//       throws an AutogradError naming the op (autograd::check_twice_differentiable).
+// tests/core/gradgrad.cpp fails for a differentiable op that is in neither list.
+const std::vector<std::string>& twice_differentiable_ops();
+const std::vector<std::string>& not_yet_twice_differentiable_ops();
+bool twice_differentiable(const std::string& op);
+
 }  // namespace ember

@@ -160,8 +160,8 @@ void Tensor::retain_grad() {
   t->grad_fn->retained_output = impl_;
 }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  autograd::run_backward(*this, gradient, retain_graph);
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
+  autograd::run_backward(*this, gradient, retain_graph, create_graph);
 }
 
 void Tensor::set_data(const Tensor& src) const {
@@ -219,6 +219,15 @@ Tensor Tensor::t() const {
   return dim() < 2 ? *this : transpose(0, 1);
 }
 Tensor Tensor::permute(const Shape& dims) const { return ember::permute(*this, dims); }
+std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
+  return ember::split(*this, split_size, d);
+}
+std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes, int64_t d) const {
+  return ember::split(*this, sizes, d);
+}
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
+  return ember::chunk(*this, chunks, d);
+}
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   return ember::narrow(*this, d, start, length);
 }
@@ -274,6 +283,12 @@ Tensor Tensor::exp() const { return ember::exp(*this); }
 Tensor Tensor::log() const { return ember::log(*this); }
 Tensor Tensor::sqrt() const { return ember::sqrt(*this); }
 Tensor Tensor::pow(const Scalar& e) const { return ember::pow(*this, e); }
+Tensor Tensor::pow(const Tensor& e) const { return ember::pow(*this, e); }
+Tensor Tensor::fmod(const Tensor& o) const { return ember::fmod(*this, o); }
+Tensor Tensor::fmod(const Scalar& o) const { return ember::fmod(*this, o); }
+Tensor Tensor::remainder(const Tensor& o) const { return ember::remainder(*this, o); }
+Tensor Tensor::remainder(const Scalar& o) const { return ember::remainder(*this, o); }
+Tensor Tensor::cumsum(int64_t d) const { return ember::cumsum(*this, d); }
 Tensor Tensor::relu() const { return ember::relu(*this); }
 Tensor Tensor::sigmoid() const { return ember::sigmoid(*this); }
 Tensor Tensor::tanh() const { return ember::tanh(*this); }

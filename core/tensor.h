@@ -122,7 +122,10 @@ class Tensor {
   void retain_grad();            // keep .grad on a non-leaf tensor too
   // Reverse-mode differentiation from this tensor. Without `gradient` the tensor must hold a
   // single element (a loss). The graph is freed afterwards unless retain_graph is true.
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  // create_graph records the backward pass too, so the .grad it leaves can be differentiated
+  // again (higher-order gradients, docs/autograd.md); it keeps the graph (implies retain_graph).
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false,
+                bool create_graph = false) const;
   // Same data, cut from the graph: the result does not require grad and has no grad_fn.
   Tensor detach() const;
   // Replaces this tensor's data (storage, layout, dtype) with src's, keeping its identity:
@@ -159,6 +162,10 @@ class Tensor {
   Tensor unsqueeze(int64_t dim) const;
   Tensor expand(const Shape& shape) const;
   Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
+  // Pieces along `dim`, as views (ember::split, ember::chunk: core/ops/split.cpp).
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split(const std::vector<int64_t>& split_sizes, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
   Tensor contiguous() const;
   Tensor clone() const;
 
@@ -193,6 +200,12 @@ class Tensor {
   Tensor log() const;
   Tensor sqrt() const;
   Tensor pow(const Scalar& exponent) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor fmod(const Tensor& other) const;
+  Tensor fmod(const Scalar& other) const;
+  Tensor remainder(const Tensor& other) const;
+  Tensor remainder(const Scalar& other) const;
+  Tensor cumsum(int64_t dim) const;
   Tensor relu() const;
   Tensor sigmoid() const;
   Tensor tanh() const;

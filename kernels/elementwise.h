@@ -27,13 +27,18 @@ enum class UnaryOp { Neg, Exp, Log, Sqrt, Abs, Sign, Relu, Sigmoid, Tanh, Pow, S
 // Div is IEEE division for floats; integers are never sent to it (the op card divides them as
 // floats) and get DivTrunc's answer if they are. DivTrunc and DivFloor round the quotient toward
 // zero and toward -inf (kernels/base/scalar_math.h: no integer input traps).
+// Pow is a ^ b elementwise (pow(tensor, tensor)): std::pow for floats, kernels/base/scalar_math.h
+// int_pow_any for integers (a negative exponent gives 0, or +-1 for a base of +-1).
+// Fmod and Remainder are the remainders of the truncated and of the floored quotient (C's fmod,
+// Python's %; scalar_math.h fmod_any / remainder_any); an integer b == 0 gives 0 (the op card
+// refuses it first).
 // The *Backward ops take (grad, saved output y): ReluBackward = (y <= 0 ? 0 : g) (a NaN y passes
 // g on, as in PyTorch),
 // SigmoidBackward = g*y*(1-y), TanhBackward = g*(1-y*y).
 // clang-format off
 enum class BinaryOp {
   Add, Sub, Mul, Div, DivTrunc, DivFloor, ReluBackward, SigmoidBackward, TanhBackward,
-  Maximum, Minimum
+  Maximum, Minimum, Pow, Fmod, Remainder
 };
 // clang-format on
 

@@ -44,6 +44,13 @@ struct ReduceKernels {
   // grad_in is fully written (zeros included); grad and grad_in are contiguous, float dtypes.
   void (*max_min_backward)(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* grad,
                            const int64_t* indices, void* grad_in);
+  // The running sum along the middle axis (a scan, not a reduction: the output has the input's
+  // [outer, r, inner] shape):
+  //   out[o, j, k] = sum_{i <= j} in[o, i, k]         (reverse: sum_{i >= j}, cumsum's backward)
+  // Accumulated in double for float dtypes (each output rounded once, as PyTorch's CPU cumsum
+  // does) and in int64 with wrap-around for integers (the op card sends integers as int64).
+  void (*cumsum)(DType dtype, int64_t outer, int64_t r, int64_t inner, bool reverse, const void* in,
+                 void* out);
 };
 
 namespace cpu {

@@ -52,7 +52,23 @@ Adam::Adam(std::vector<AdamParamGroup> groups, bool decoupled_weight_decay, std:
     check_adam_options(g.options, name_);
     options_.push_back(g.options);
   }
+  defaults_ = groups.front().options;
   state_.resize(params_.size());
+}
+
+void Adam::add_param_group(const AdamParamGroup& group) {
+  check_adam_options(group.options, name_);
+  append_group(group.params, group.options.lr);
+  options_.push_back(group.options);
+  state_.resize(params_.size());
+}
+
+void Adam::add_param_group(std::vector<Tensor> params) {
+  add_param_group(AdamParamGroup{std::move(params), defaults_});
+}
+
+void AdamW::add_param_group(const AdamWParamGroup& group) {
+  Adam::add_param_group(AdamParamGroup{group.params, as_adam_options(group.options)});
 }
 
 AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)

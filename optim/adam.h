@@ -70,6 +70,13 @@ class Adam : public Optimizer {
   NamedTensors state_dict() const override;
   void load_state_dict(const NamedTensors& state) override;
 
+  // A new parameter group, appended after the others (PyTorch's add_param_group): with its own
+  // options, or with defaults(). A tensor already in a group is refused.
+  void add_param_group(const AdamParamGroup& group);
+  void add_param_group(std::vector<Tensor> params);
+  // The options a group made by add_param_group(params) gets: the constructor's (group 0's).
+  const AdamOptions& defaults() const { return defaults_; }
+
   // A group's options, with its current lr.
   AdamOptions options(size_t group = 0) const;
   const AdamState& state(size_t i) const { return state_.at(i); }
@@ -86,6 +93,7 @@ class Adam : public Optimizer {
                               double lr, double step_size, double bias_correction2_sqrt);
 
   std::vector<AdamOptions> options_;  // per group; their lr fields are unused (lrs_ holds them)
+  AdamOptions defaults_;
   bool decoupled_;
   std::vector<AdamState> state_;
 };
@@ -95,6 +103,9 @@ class AdamW final : public Adam {
   // AdamW opt(model.parameters(), {/*lr=*/1e-3, 0.9, 0.999, 1e-8, /*weight_decay=*/1e-2});
   AdamW(std::vector<Tensor> params, const AdamWOptions& options);
   explicit AdamW(std::vector<AdamWParamGroup> groups);
+  // add_param_group with AdamW's options (Adam's overloads stay: params alone take defaults()).
+  using Adam::add_param_group;
+  void add_param_group(const AdamWParamGroup& group);
 };
 
 }  // namespace ember::optim

@@ -57,7 +57,16 @@ void LRScheduler::apply(const std::vector<double>& lrs) {
   last_lr_ = current_lrs();
 }
 
+void LRScheduler::check_groups() const {
+  EMBER_CHECK(base_lrs_.size() == optimizer_.num_param_groups(), name_, ": the optimizer has ",
+              optimizer_.num_param_groups(), " parameter groups but this scheduler was made for ",
+              base_lrs_.size(),
+              "; a group added with add_param_group() after the scheduler has no "
+              "base lr in it: create the scheduler after adding the group");
+}
+
 void LRScheduler::step() {
+  check_groups();
   ++last_epoch_;
   std::vector<double> lrs;
   try {
@@ -70,6 +79,7 @@ void LRScheduler::step() {
 }
 
 void LRScheduler::step_to(int64_t epoch) {
+  check_groups();
   const int64_t before = last_epoch_;
   last_epoch_ = epoch;
   try {
@@ -391,6 +401,188 @@ std::vector<double> LambdaLR::get_lr() const {
     lrs.push_back(base_lrs_[g] * lambdas_[g](last_epoch_));
   }
   return lrs;
+}
+
+// ---- CyclicLR --------------------------------------------------------------------------------
+
+CyclicLR::CyclicLR(Optimizer& optimizer, double base_lr, double max_lr, const CyclicLROptions& o)
+    : CyclicLR(optimizer, std::vector<double>{base_lr}, std::vector<double>{max_lr}, o) {}
+
+CyclicLR::CyclicLR(Optimizer& optimizer, std::vector<double> base_lrs, std::vector<double> max_lrs,
+                   const CyclicLROptions& o)
+    : LRScheduler(optimizer, "CyclicLR", /*record_initial_lr=*/false) {
+  // PyTorch's order: the groups start at base_lr (before the base class records initial_lr).
+  const std::vector<double> bases = per_group(base_lrs, "base_lr");
+  max_lrs_ = per_group(max_lrs, "max_lr");
+  for (size_t g = 0; g < bases.size(); ++g) {
+    EMBER_CHECK(std::isfinite(bases[g]) && bases[g] >= 0.0 && std::isfinite(max_lrs_[g]) &&
+                    max_lrs_[g] >= 0.0,
+                "CyclicLR: base_lr and max_lr must be >= 0, got ", bases[g], " and ", max_lrs_[g]);
+    optimizer_.set_lr(g, bases[g]);
+    if (!optimizer_.initial_lr(g)) optimizer_.set_initial_lr(g, bases[g]);
+  }
+  EMBER_CHECK(o.step_size_up > 0.0 && (!o.step_size_down || *o.step_size_down >= 0.0),
+              "CyclicLR: step_size_up must be > 0 and step_size_down >= 0, got ", o.step_size_up,
+              " and ", o.step_size_down.value_or(o.step_size_up));
+  const double down = o.step_size_down.value_or(o.step_size_up);
+  total_size_ = o.step_size_up + down;
+  step_ratio_ = o.step_size_up / total_size_;
+  EMBER_CHECK(o.mode == "triangular" || o.mode == "triangular2" || o.mode == "exp_range",
+              "CyclicLR: mode must be \"triangular\", \"triangular2\" or \"exp_range\", got \"",
+              o.mode, "\"");
+  mode_ = o.mode == "triangular" ? 0 : o.mode == "triangular2" ? 1 : 2;
+  gamma_ = o.gamma;
+  cycle_momentum_ = o.cycle_momentum;
+  if (cycle_momentum_) {
+    EMBER_CHECK(optimizer_.has_momentum(), "CyclicLR: ", optimizer_.name(),
+                " has no momentum to cycle; set cycle_momentum = false");
+    const std::vector<double> base_m = per_group(
+        o.base_momentums.empty() ? std::vector<double>{o.base_momentum} : o.base_momentums,
+        "base_momentum");
+    for (size_t g = 0; g < base_m.size(); ++g) optimizer_.set_momentum(g, base_m[g]);
+    for (size_t g = 0; g < base_m.size(); ++g) base_momentums_.push_back(optimizer_.momentum(g));
+    max_momentums_ =
+        per_group(o.max_momentums.empty() ? std::vector<double>{o.max_momentum} : o.max_momentums,
+                  "max_momentum");
+  }
+  // PyTorch's base constructor takes base_lrs from initial_lr and runs the first step with them
+  // (an earlier scheduler's initial_lr wins at epoch 0); only then is self.base_lrs = base_lr.
+  for (size_t g = 0; g < bases.size(); ++g) base_lrs_[g] = *optimizer_.initial_lr(g);
+  last_lr_ = current_lrs();
+  check_settings();
+  initial_step();
+  base_lrs_ = bases;
+}
+
+void CyclicLR::check_settings() const {
+  const size_t groups = optimizer_.num_param_groups();
+  EMBER_CHECK(total_size_ > 0.0 && step_ratio_ > 0.0 && step_ratio_ <= 1.0,
+              "CyclicLR: the cycle has no steps (total_size ", total_size_, ")");
+  EMBER_CHECK(mode_ >= 0 && mode_ <= 2, "CyclicLR: unknown mode_index ", mode_);
+  EMBER_CHECK(max_lrs_.size() == groups && (!cycle_momentum_ || (base_momentums_.size() == groups &&
+                                                                 max_momentums_.size() == groups)),
+              "CyclicLR: the state has values for another number of parameter groups than the "
+              "optimizer's ",
+              groups);
+}
+
+double CyclicLR::scale(double x) const {
+  if (mode_ == 0) return 1.0;                           // triangular
+  if (mode_ == 1) return 1.0 / std::pow(2.0, x - 1.0);  // triangular2: 1 / (2. ** (cycle - 1))
+  return std::pow(gamma_, x);                           // exp_range: gamma ** last_epoch
+}
+
+std::vector<double> CyclicLR::get_lr() const {
+  // cycle = floor(1 + e / total); x = 1 + e / total - cycle: where we are in the cycle, [0, 1).
+  const double e = static_cast<double>(last_epoch_);
+  const double cycle = std::floor(1.0 + e / total_size_);
+  const double x = 1.0 + e / total_size_ - cycle;
+  const double scale_factor = x <= step_ratio_ ? x / step_ratio_ : (x - 1.0) / (step_ratio_ - 1.0);
+  // triangular and triangular2 scale per cycle, exp_range per step (PyTorch's scale_mode).
+  const double s = scale(mode_ == 2 ? e : cycle);
+  std::vector<double> lrs;
+  for (size_t g = 0; g < max_lrs_.size(); ++g) {
+    const double base_height = (max_lrs_[g] - base_lrs_[g]) * scale_factor;
+    lrs.push_back(base_lrs_[g] + base_height * s);
+  }
+  if (cycle_momentum_) {
+    for (size_t g = 0; g < max_momentums_.size(); ++g) {
+      const double base_height = (max_momentums_[g] - base_momentums_[g]) * scale_factor;
+      optimizer_.set_momentum(g, max_momentums_[g] - base_height * s);
+    }
+  }
+  return lrs;
+}
+
+// ---- CosineAnnealingWarmRestarts -------------------------------------------------------------
+
+CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0,
+                                                         int64_t T_mult, double eta_min)
+    : LRScheduler(optimizer, "CosineAnnealingWarmRestarts"),
+      t_0_(T_0),
+      t_i_(T_0),
+      t_mult_(T_mult),
+      eta_min_(eta_min) {
+  check_settings();
+  initial_step();
+}
+
+void CosineAnnealingWarmRestarts::check_settings() const {
+  EMBER_CHECK(t_0_ >= 1, "CosineAnnealingWarmRestarts: T_0 must be a positive integer, got ", t_0_);
+  EMBER_CHECK(t_mult_ >= 1, "CosineAnnealingWarmRestarts: T_mult must be an integer >= 1, got ",
+              t_mult_);
+  EMBER_CHECK(t_i_ >= 1, "CosineAnnealingWarmRestarts: T_i must be >= 1, got ", t_i_);
+  EMBER_CHECK(std::isfinite(eta_min_) && eta_min_ >= 0.0,
+              "CosineAnnealingWarmRestarts: eta_min must be >= 0, got ", eta_min_);
+}
+
+std::vector<double> CosineAnnealingWarmRestarts::get_lr() const {
+  std::vector<double> lrs;
+  const double t_i = static_cast<double>(t_i_);
+  for (double base : base_lrs_)
+    lrs.push_back(eta_min_ + (base - eta_min_) * (1.0 + std::cos(kPi * t_cur_ / t_i)) / 2.0);
+  return lrs;
+}
+
+void CosineAnnealingWarmRestarts::set_lrs() { apply(get_lr()); }
+
+void CosineAnnealingWarmRestarts::step() {
+  check_groups();
+  if (last_epoch_ < 0) {  // the constructor's step (and SequentialLR's restart): epoch 0
+    step(0.0);
+    return;
+  }
+  const double saved_cur = t_cur_;
+  const int64_t saved_i = t_i_;
+  ++last_epoch_;
+  t_cur_ = t_cur_ + 1.0;
+  if (t_cur_ >= static_cast<double>(t_i_)) {  // a warm restart
+    t_cur_ = t_cur_ - static_cast<double>(t_i_);
+    t_i_ = t_i_ * t_mult_;
+  }
+  try {
+    set_lrs();
+  } catch (...) {
+    --last_epoch_;
+    t_cur_ = saved_cur;
+    t_i_ = saved_i;
+    throw;
+  }
+}
+
+void CosineAnnealingWarmRestarts::step(double epoch) {
+  check_groups();
+  EMBER_CHECK(std::isfinite(epoch) && epoch >= 0.0,
+              "CosineAnnealingWarmRestarts: expected a non-negative epoch, got ", epoch);
+  const double saved_cur = t_cur_;
+  const int64_t saved_i = t_i_, saved_epoch = last_epoch_;
+  const double t_0 = static_cast<double>(t_0_);
+  if (epoch >= t_0) {
+    if (t_mult_ == 1) {
+      t_cur_ = std::fmod(epoch, t_0);
+    } else {
+      // The restart n that epoch falls in: T_0 (T_mult^n - 1) / (T_mult - 1) <= epoch, with
+      // Python's math.log(x, base) = log(x) / log(base) and int() truncation.
+      const double m = static_cast<double>(t_mult_);
+      const auto n = static_cast<int64_t>(std::log(epoch / t_0 * (m - 1.0) + 1.0) / std::log(m));
+      int64_t power = 1;
+      for (int64_t k = 0; k < n; ++k) power *= t_mult_;
+      t_cur_ = epoch - static_cast<double>(t_0_ * (power - 1)) / static_cast<double>(t_mult_ - 1);
+      t_i_ = t_0_ * power;
+    }
+  } else {
+    t_i_ = t_0_;
+    t_cur_ = epoch;
+  }
+  last_epoch_ = static_cast<int64_t>(std::floor(epoch));
+  try {
+    set_lrs();
+  } catch (...) {
+    last_epoch_ = saved_epoch;
+    t_cur_ = saved_cur;
+    t_i_ = saved_i;
+    throw;
+  }
 }
 
 // ---- OneCycleLR ------------------------------------------------------------------------------

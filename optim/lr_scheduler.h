@@ -23,7 +23,8 @@
 // it as its base_lrs(). A scheduler keeps a reference to its optimizer, which must outlive it.
 //
 // Schedulers: StepLR, MultiStepLR, ExponentialLR, LinearLR, ConstantLR, PolynomialLR,
-// CosineAnnealingLR, LambdaLR, MultiplicativeLR, OneCycleLR (per batch; also cycles the momentum),
+// CosineAnnealingLR, CosineAnnealingWarmRestarts (SGDR), LambdaLR, MultiplicativeLR, OneCycleLR
+// and CyclicLR (per batch; both also cycle the momentum),
 // ReduceLROnPlateau (steps on a metric), SequentialLR (one scheduler after another, e.g. warm-up
 // then decay) and ChainedScheduler (several at once). Each computes what PyTorch 1.13 computes, in
 // the same order of double operations (tests/fixtures/optim/schedulers.txt holds PyTorch's lrs;
@@ -98,7 +99,11 @@ class LRScheduler {
   // milestone, as PyTorch 1.13's step(0) does.
   virtual std::optional<std::vector<double>> closed_form_lr() const { return std::nullopt; }
   // Moves to `epoch` and sets the closed form there (get_lr() when there is none).
-  void step_to(int64_t epoch);
+  // CosineAnnealingWarmRestarts overrides it with its own step(epoch), as PyTorch's step(0) does.
+  virtual void step_to(int64_t epoch);
+  // Throws unless the optimizer still has the groups this scheduler was made for (a group added
+  // by add_param_group afterwards has no base lr here: make the scheduler after adding it).
+  void check_groups() const;
   // Sets the optimizer's lrs (each checked first) and get_last_lr().
   void apply(const std::vector<double>& lrs);
   // The optimizer's lrs now.
@@ -309,6 +314,79 @@ class OneCycleLR final : public LRScheduler {
   bool anneal_cos_ = true;
   bool cycle_momentum_ = true;
   std::vector<double> max_lrs_, min_lrs_, max_momentums_, base_momentums_;
+};
+
+// CyclicLR (Smith, "Cyclical Learning Rates"), stepped after every batch: each group's lr goes
+// from base_lr up to max_lr in step_size_up steps and back down in step_size_down, again and
+// again. The amplitude is kept ("triangular"), halved every cycle ("triangular2"), or multiplied
+// by gamma^step ("exp_range"). With cycle_momentum the optimizer's momentum (SGD) or beta1 (Adam,
+// AdamW) moves the other way, from max_momentum down to base_momentum and back. The constructor
+// sets each group's lr to base_lr and, with cycle_momentum, its momentum to base_momentum, as
+// PyTorch's does. (PyTorch 1.13 refuses cycle_momentum for Adam, which has no "momentum"; ember
+// cycles beta1 as PyTorch 2.x and OneCycleLR do.)
+struct CyclicLROptions {
+  double step_size_up = 2000;
+  std::optional<double> step_size_down;  // default: step_size_up
+  std::string mode = "triangular";       // or "triangular2", "exp_range"
+  double gamma = 1.0;                    // exp_range's factor per step
+  bool cycle_momentum = true;
+  double base_momentum = 0.8;  // for every group, unless base_momentums has one per group
+  double max_momentum = 0.9;
+  std::vector<double> base_momentums, max_momentums;
+};
+
+class CyclicLR final : public LRScheduler {
+ public:
+  CyclicLR(Optimizer& optimizer, double base_lr, double max_lr,
+           const CyclicLROptions& options = {});
+  // One base_lr and max_lr per parameter group (or one value for all).
+  CyclicLR(Optimizer& optimizer, std::vector<double> base_lrs, std::vector<double> max_lrs,
+           const CyclicLROptions& options = {});
+
+ protected:
+  std::vector<double> get_lr() const override;
+  void fields(detail::SchedulerFields& f) override;
+  void check_settings() const override;
+
+ private:
+  double scale(double cycle) const;  // the amplitude's factor: scale_fn of PyTorch
+
+  std::vector<double> max_lrs_;
+  double total_size_ = 0.0, step_ratio_ = 0.0;
+  int64_t mode_ = 0;  // 0 triangular, 1 triangular2, 2 exp_range (state: "mode_index")
+  double gamma_ = 1.0;
+  bool cycle_momentum_ = true;
+  std::vector<double> base_momentums_, max_momentums_;
+};
+
+// SGDR (Loshchilov & Hutter): cosine annealing from base_lr to eta_min over T_0 epochs, then a
+// warm restart at base_lr, the next period T_mult times longer:
+//   lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * T_cur / T_i)) / 2
+// step() advances one epoch; step(epoch) jumps to any epoch, fractional ones included — call it
+// per batch with epoch + batch / batches_per_epoch, as in PyTorch's example. last_epoch() is then
+// floor(epoch).
+class CosineAnnealingWarmRestarts final : public LRScheduler {
+ public:
+  CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult = 1,
+                              double eta_min = 0.0);
+  void step() override;
+  void step(double epoch);
+
+  double T_cur() const { return t_cur_; }  // epochs since the last restart (may be fractional)
+  int64_t T_i() const { return t_i_; }     // the length of the current period
+
+ protected:
+  std::vector<double> get_lr() const override;
+  void step_to(int64_t epoch) override { step(static_cast<double>(epoch)); }
+  void fields(detail::SchedulerFields& f) override;
+  void check_settings() const override;
+
+ private:
+  void set_lrs();  // get_lr() into the optimizer
+
+  int64_t t_0_, t_i_, t_mult_;
+  double eta_min_;
+  double t_cur_ = -1.0;
 };
 
 // Divides the lr by 1 / factor when a metric (e.g. the validation loss) has stopped improving for

@@ -36,20 +36,58 @@ Optimizer::Optimizer(std::vector<std::vector<Tensor>> groups, const std::vector<
   }
   std::unordered_set<const TensorImpl*> seen;
   for (size_t i = 0; i < params_.size(); ++i) {
-    const Tensor& p = params_[i];
-    EMBER_CHECK(p.defined(), name_, ": parameter ", i, " is an undefined tensor");
-    EMBER_CHECK(is_floating(p.dtype()), name_, ": parameter ", i, " is ", p.dtype(),
-                ": only float32 and float64 tensors can be optimized");
-    EMBER_CHECK_T(AutogradError, p.is_leaf(), name_, ": parameter ", i, " was computed by an op "
-                  "(grad_fn=", p.grad_fn()->name(), "); an optimizer updates leaf tensors "
-                  "only — optimize the leaves it was computed from, or detach() it and call "
-                  "requires_grad_()");
-    EMBER_CHECK(seen.insert(p.impl()).second, name_, ": parameter ", i,
+    check_param(i);
+    EMBER_CHECK(seen.insert(params_[i].impl()).second, name_, ": parameter ", i,
                 " appears twice in the "
                 "list",
                 (lrs_.size() > 1 ? " (or in two parameter groups)" : ""),
                 "; it would be updated twice per step — pass each tensor once");
   }
+}
+
+void Optimizer::check_param(size_t i) const {
+  const Tensor& p = params_[i];
+  EMBER_CHECK(p.defined(), name_, ": parameter ", i, " is an undefined tensor");
+  EMBER_CHECK(is_floating(p.dtype()), name_, ": parameter ", i, " is ", p.dtype(),
+              ": only float32 and float64 tensors can be optimized");
+  EMBER_CHECK_T(AutogradError, p.is_leaf(), name_, ": parameter ", i,
+                " was computed by an op "
+                "(grad_fn=",
+                p.grad_fn()->name(),
+                "); an optimizer updates leaf tensors "
+                "only — optimize the leaves it was computed from, or detach() it and call "
+                "requires_grad_()");
+}
+
+size_t Optimizer::append_group(std::vector<Tensor> params, double lr) {
+  detail::check_option(std::isfinite(lr) && lr >= 0.0, name_, "lr must be >= 0", lr);
+  // Check everything before changing anything: a refused group leaves the optimizer as it was.
+  std::unordered_set<const TensorImpl*> existing, fresh;
+  for (const Tensor& p : params_) existing.insert(p.impl());
+  for (size_t k = 0; k < params.size(); ++k) {
+    EMBER_CHECK(params[k].defined(), name_, ".add_param_group: parameter ", k,
+                " is an undefined tensor");
+    EMBER_CHECK(!existing.count(params[k].impl()), name_, ".add_param_group: parameter ", k,
+                " of the new group is already in a parameter group of this optimizer (PyTorch: "
+                "\"some parameters appear in more than one parameter group\"); pass each tensor "
+                "to one group only");
+    EMBER_CHECK(fresh.insert(params[k].impl()).second, name_, ".add_param_group: parameter ", k,
+                " appears twice in the new group; pass each tensor once");
+  }
+  const size_t first = params_.size();
+  const size_t group = lrs_.size();
+  for (Tensor& p : params) params_.push_back(std::move(p));
+  try {
+    for (size_t i = first; i < params_.size(); ++i) check_param(i);
+  } catch (...) {
+    params_.resize(first);
+    throw;
+  }
+  for (size_t i = first; i < params_.size(); ++i) group_of_.push_back(group);
+  group_begin_.push_back(params_.size());  // group_begin_[group] was the old end: params_ grew
+  lrs_.push_back(lr);
+  initial_lrs_.emplace_back();  // none yet: the next scheduler records it
+  return group;
 }
 
 void Optimizer::zero_grad(bool set_to_none) {

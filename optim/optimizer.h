@@ -28,6 +28,10 @@
 //   optim::SGD opt({{weights, o}, {biases, no_decay}});
 //
 // The constructor that takes a parameter list and one options struct makes a single group.
+// add_param_group() adds one later (PyTorch's optimizer.add_param_group), e.g. to train layers
+// unfrozen halfway through: with its own options, or with the optimizer's defaults (the options
+// it was constructed with; group 0's when it was constructed from groups). Schedulers made after
+// it see the new group; one made before refuses to step (it has no base lr for the group).
 // params() lists the parameters of all groups, group 0's first; a parameter's number is its place
 // there, as PyTorch numbers them in state_dict(). LR schedulers set each group's lr. Parameters
 // whose .grad is undefined (never reached by backward, or set to none) are skipped by step(), as
@@ -108,6 +112,12 @@ class Optimizer {
   // no tensor twice, every lr finite and >= 0.
   Optimizer(std::vector<std::vector<Tensor>> groups, const std::vector<double>& lrs,
             std::string name);
+
+  // add_param_group's common part: checks the new group's tensors as the constructor does, and
+  // refuses one that is already in a group of this optimizer; then appends the group (its
+  // parameters get the next numbers) and returns its index. Nothing changes when it throws.
+  size_t append_group(std::vector<Tensor> params, double lr);
+  void check_param(size_t i) const;  // params_[i] is a defined float leaf
 
   // The gradient of params()[i] ready for an update, or an undefined tensor to skip it. Checks
   // that the gradient matches its parameter (shape, dtype, device) and says what to do if not.

@@ -34,7 +34,19 @@ SGD::SGD(std::vector<SGDParamGroup> groups)
     check_sgd_options(g.options, name_);
     options_.push_back(g.options);
   }
+  defaults_ = groups.front().options;
   momentum_buffers_.resize(params_.size());
+}
+
+void SGD::add_param_group(const SGDParamGroup& group) {
+  check_sgd_options(group.options, name_);
+  append_group(group.params, group.options.lr);
+  options_.push_back(group.options);
+  momentum_buffers_.resize(params_.size());
+}
+
+void SGD::add_param_group(std::vector<Tensor> params) {
+  add_param_group(SGDParamGroup{std::move(params), defaults_});
 }
 
 SGDOptions SGD::options(size_t group) const {

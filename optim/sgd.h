@@ -45,6 +45,13 @@ class SGD final : public Optimizer {
   NamedTensors state_dict() const override;
   void load_state_dict(const NamedTensors& state) override;
 
+  // A new parameter group, appended after the others (PyTorch's add_param_group): with its own
+  // options, or with defaults(). A tensor already in a group is refused.
+  void add_param_group(const SGDParamGroup& group);
+  void add_param_group(std::vector<Tensor> params);
+  // The options a group made by add_param_group(params) gets: the constructor's (group 0's).
+  const SGDOptions& defaults() const { return defaults_; }
+
   // A group's options, with its current lr.
   SGDOptions options(size_t group = 0) const;
   bool has_momentum() const override { return true; }
@@ -58,6 +65,7 @@ class SGD final : public Optimizer {
                               double lr);
 
   std::vector<SGDOptions> options_;  // per group; their lr fields are unused (lrs_ holds them)
+  SGDOptions defaults_;
   std::vector<Tensor> momentum_buffers_;
 };
 

@@ -616,6 +616,28 @@ void CosineAnnealingLR::fields(detail::SchedulerFields& f) {
   f.number("eta_min", eta_min_);
 }
 
+void CyclicLR::fields(detail::SchedulerFields& f) {
+  LRScheduler::fields(f);
+  f.numbers("max_lrs", max_lrs_);
+  f.number("total_size", total_size_);
+  f.number("step_ratio", step_ratio_);
+  f.integer("mode_index",
+            mode_);  // PyTorch's "mode" string: 0 triangular, 1 triangular2, 2 exp_range
+  f.number("gamma", gamma_);
+  f.flag("cycle_momentum", cycle_momentum_);
+  f.numbers("base_momentums", base_momentums_);
+  f.numbers("max_momentums", max_momentums_);
+}
+
+void CosineAnnealingWarmRestarts::fields(detail::SchedulerFields& f) {
+  LRScheduler::fields(f);
+  f.integer("T_0", t_0_);
+  f.integer("T_i", t_i_);
+  f.integer("T_mult", t_mult_);
+  f.number("eta_min", eta_min_);
+  f.number("T_cur", t_cur_);
+}
+
 void OneCycleLR::fields(detail::SchedulerFields& f) {
   LRScheduler::fields(f);
   f.integer("total_steps", total_steps_);

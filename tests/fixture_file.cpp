@@ -463,7 +463,15 @@ const std::map<std::string, OpCall>& fixture_dispatch() {
       {"floor_divide", binary(static_cast<T (*)(const T&, const T&)>(floor_divide),
                              static_cast<T (*)(const T&, const Scalar&)>(floor_divide))},
       {"neg", unary(neg)},
-      {"pow", [](const Inputs& x, const Args& a) { return Outputs{pow(x[0], a.scalar("exponent"))}; }},
+      {"pow", [](const Inputs& x, const Args& a) {
+         if (a.has("base")) return Outputs{pow(a.scalar("base"), x[0])};  // a number ^ tensor
+         if (x.size() > 1) return Outputs{pow(x[0], x[1])};                // tensor ^ tensor
+         return Outputs{pow(x[0], a.scalar("exponent"))};
+       }},
+      {"fmod", binary(static_cast<T (*)(const T&, const T&)>(fmod),
+                     static_cast<T (*)(const T&, const Scalar&)>(fmod))},
+      {"remainder", binary(static_cast<T (*)(const T&, const T&)>(remainder),
+                          static_cast<T (*)(const T&, const Scalar&)>(remainder))},
       {"exp", unary(exp)},
       {"log", unary(log)},
       {"sqrt", unary(sqrt)},
@@ -508,6 +516,7 @@ const std::map<std::string, OpCall>& fixture_dispatch() {
       {"amin", [](const Inputs& x, const Args& a) {
          return Outputs{amin(x[0], a.shape("dims"), a.b("keepdim"))};
        }},
+      {"cumsum", [](const Inputs& x, const Args& a) { return Outputs{cumsum(x[0], a.i("dim"))}; }},
       {"any", [](const Inputs& x, const Args& a) {
          if (!a.has("dim")) return Outputs{any(x[0])};
          return Outputs{any(x[0], a.i("dim"), a.b("keepdim"))};
@@ -536,7 +545,14 @@ const std::map<std::string, OpCall>& fixture_dispatch() {
       {"le", binary(le, le)},
       {"gt", binary(gt, gt)},
       {"ge", binary(ge, ge)},
-      {"where", [](const Inputs& x, const Args&) { return Outputs{where(x[0], x[1], x[2])}; }},
+      {"where", [](const Inputs& x, const Args& a) {
+         // A number in place of either value: 'arg self' / 'arg other' (torch.where's names).
+         if (a.has("self") && a.has("other"))
+           return Outputs{where(x[0], a.scalar("self"), a.scalar("other"))};
+         if (a.has("self")) return Outputs{where(x[0], a.scalar("self"), x[1])};
+         if (a.has("other")) return Outputs{where(x[0], x[1], a.scalar("other"))};
+         return Outputs{where(x[0], x[1], x[2])};
+       }},
       {"masked_fill", [](const Inputs& x, const Args& a) {
          return Outputs{masked_fill(x[0], x[1], a.scalar("value"))};
        }},
@@ -615,6 +631,13 @@ const std::map<std::string, OpCall>& fixture_dispatch() {
          return Outputs{unsqueeze(x[0], a.i("dim"))};
        }},
       {"expand", [](const Inputs& x, const Args& a) { return Outputs{expand(x[0], a.shape("shape"))}; }},
+      {"split", [](const Inputs& x, const Args& a) {
+         if (a.has("split_size")) return Outputs(split(x[0], a.i("split_size"), a.i("dim")));
+         return Outputs(split(x[0], a.shape("split_sizes"), a.i("dim")));
+       }},
+      {"chunk", [](const Inputs& x, const Args& a) {
+         return Outputs(chunk(x[0], a.i("chunks"), a.i("dim")));
+       }},
       {"contiguous", unary(contiguous)},
       {"clone", unary(clone)},
       {"to_dtype", [](const Inputs& x, const Args& a) {

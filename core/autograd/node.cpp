@@ -47,6 +47,9 @@ SavedTensor::SavedTensor(const Tensor& t) {
   if (!t.defined()) return;
   data_ = t.detach();
   saved_version_ = t.version();
+  // An input that requires grad: remember where its gradient goes, for create_graph. (The op's
+  // own output does not require grad yet — connect() comes after — and is found by produced().)
+  if (t.requires_grad()) edge_ = gradient_edge(t);
   if (!t_building.empty())
     t_building.back().saved.push_back({t.storage().get(), t.offset(), {"", t.shape(), t.dtype()}});
 }
@@ -66,7 +69,50 @@ Tensor SavedTensor::unpack(const Node& owner, const char* what) const {
         saved_version_, " and is now at version ", data_.version(),
         ". Use an out-of-place op (x = x + y instead of x.add_(y)) or clone() the tensor first"));
   }
+  // create_graph: hand back an alias that is attached to the graph again, so that what the
+  // backward formula computes from it is recorded with a path back to the inputs.
+  if (is_grad_enabled() && data_.defined()) {
+    std::shared_ptr<Node> fn;
+    uint32_t nr = 0;
+    if (edge_.valid()) {
+      fn = edge_.fn;  // an input: its grad_fn, or a leaf's AccumulateGrad
+      nr = edge_.input_nr;
+    } else if (owner.produced(data_)) {
+      fn = std::const_pointer_cast<Node>(owner.shared_from_this());  // owner's own output
+    }
+    if (fn) {
+      Tensor attached = data_.detach();
+      attached.impl()->grad_fn = std::move(fn);
+      attached.impl()->output_nr = nr;
+      attached.impl()->requires_grad = true;
+      return attached;
+    }
+  }
   return data_;
+}
+
+bool SavedTensor::requires_grad(const Node& owner) const {
+  return data_.defined() && (edge_.valid() || owner.produced(data_));
+}
+
+bool Node::produced(const Tensor& t) const {
+  return output_storage_ && t.defined() && t.storage().get() == output_storage_ &&
+         t.offset() == output_offset_ && t.shape() == output_shape_;
+}
+
+void check_twice_differentiable(const Node& node, const char* op, const Tensor& grad_output,
+                                std::initializer_list<const SavedTensor*> saved) {
+  if (!is_grad_enabled()) return;  // an ordinary backward pass (no create_graph)
+  bool depends = grad_output.defined() && grad_output.requires_grad();
+  for (const SavedTensor* s : saved) depends = depends || (s && s->requires_grad(node));
+  if (!depends) return;  // the gradient is a constant of the graph: nothing to record
+  throw AutogradError(detail::concat(
+      op, "'s backward is not differentiable twice in ember yet; ", node.name(),
+      " computes its gradient with a kernel and records no graph, so create_graph=true cannot "
+      "give a second derivative through it. Keep ",
+      op,
+      " out of the part you differentiate twice, or write it with differentiable ops "
+      "(core/registry.cpp's twice_differentiable() lists the ops that support create_graph)"));
 }
 
 Node::Node() {
@@ -99,7 +145,12 @@ int64_t Node::live_count() { return g_live_nodes.load(); }
 
 std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output) {
   TensorImpl* v = variable_.get();
-  if (!v->grad) {
+  if (is_grad_enabled()) {
+    // create_graph: .grad keeps its graph (out of place, as PyTorch does), so that a gradient
+    // penalty or a Hessian-vector product can differentiate it again.
+    v->grad =
+        v->grad ? add(Tensor(v->grad), grad_output).impl_ptr() : grad_output.clone().impl_ptr();
+  } else if (!v->grad) {
     // Keep the incoming buffer when nobody else can see it; otherwise copy, so that a later
     // in-place accumulation cannot write into someone else's tensor.
     const bool exclusive = grad_output.impl_ptr().use_count() == 1 &&
@@ -158,6 +209,9 @@ void connect(const std::shared_ptr<Node>& node, const Tensor& output,
     if (p.info.role.empty() && same_tensor(p, output)) p.info.role = "output";
     node->saved.push_back(std::move(p.info));
   }
+  node->output_storage_ = output.storage().get();
+  node->output_offset_ = output.offset();
+  node->output_shape_ = output.shape();
   TensorImpl* out = output.impl();
   out->grad_fn = node;
   out->output_nr = 0;

@@ -40,13 +40,25 @@ class SavedTensor {
  public:
   SavedTensor() = default;
   explicit SavedTensor(const Tensor& t);
+  // The saved tensor. In a backward pass with create_graph (grad mode on) it comes back
+  // attached to the graph again — to the edge of the input it was, or to `owner` when it is
+  // owner's own output — so a gradient computed from it can itself be differentiated
+  // (PyTorch's SavedVariable does the same). Otherwise it is the detached alias.
   Tensor unpack(const Node& owner, const char* what) const;
   bool defined() const { return data_.defined(); }
-  void reset() { data_ = Tensor(); }
+  // Would unpack() under create_graph return a tensor that requires grad?
+  bool requires_grad(const Node& owner) const;
+  void reset() {
+    data_ = Tensor();
+    edge_ = Edge{};
+  }
 
  private:
   Tensor data_;
   int64_t saved_version_ = 0;
+  // Where a gradient of the saved tensor goes, when it required grad at save time (an input of
+  // the op that is a parameter or was computed from one). Used only under create_graph.
+  Edge edge_;
 };
 
 // A description of one tensor a node saved for backward, kept for to_dot()
@@ -58,7 +70,7 @@ struct SavedInfo {
   DType dtype = DType::Float32;
 };
 
-class Node {
+class Node : public std::enable_shared_from_this<Node> {
  public:
   Node();
   virtual ~Node();
@@ -83,8 +95,18 @@ class Node {
   // What the op saved, described: every SavedTensor made between the node's construction and
   // connect() (the order every op follows), filled in by connect(). Never used by backward.
   std::vector<SavedInfo> saved;
+  // Is `t` this node's output (same storage, offset and shape)? Set up by connect(); lets a
+  // saved output re-attach to its node under create_graph (SavedTensor::unpack).
+  bool produced(const Tensor& t) const;
 
   static int64_t live_count();
+
+ private:
+  friend void connect(const std::shared_ptr<Node>&, const Tensor&,
+                      const std::vector<const Tensor*>&);
+  const Storage* output_storage_ = nullptr;
+  int64_t output_offset_ = 0;
+  Shape output_shape_;
 };
 
 // The sink of a leaf: adds arriving gradients into the leaf's .grad.
@@ -116,7 +138,33 @@ Edge gradient_edge(const Tensor& t);
 void connect(const std::shared_ptr<Node>& node, const Tensor& output,
              const std::vector<const Tensor*>& inputs);
 
-// Runs the backward pass (core/autograd/engine.cpp).
-void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
+// Called first by a backward formula that calls kernels directly (so it records no tape): in a
+// backward pass with create_graph, when the gradient it would return depends on something that
+// requires grad (grad_output, or one of `saved`), it throws an AutogradError naming `op`
+// ("max_pool2d's backward is not differentiable twice in ember yet; ...") instead of returning a
+// gradient without a graph — a silently wrong second derivative.
+void check_twice_differentiable(const Node& node, const char* op, const Tensor& grad_output,
+                                std::initializer_list<const SavedTensor*> saved = {});
+
+// Runs the backward pass (core/autograd/engine.cpp). With create_graph the backward formulas run
+// with grad mode on, so the gradients are recorded on the tape too and can be differentiated
+// again; the graph is then kept as if retain_graph were set.
+void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph,
+                  bool create_graph = false);
+
+// torch.autograd.grad: the gradients of `outputs` with respect to `inputs`, returned (one per
+// input, in order) instead of accumulated into any .grad — no leaf's .grad changes.
+//   outputs       the tensors to differentiate; each needs a grad_output, which may be left out
+//                 (grad_outputs empty, or an undefined entry) only for a one-element output.
+//   grad_outputs  dL/d(output) for each output (the vector of a vector-Jacobian product).
+//   retain_graph  keep the saved tensors for another pass (implied by create_graph).
+//   create_graph  record the backward pass, so the gradients can be differentiated again.
+//   allow_unused  an input the outputs do not depend on gets an undefined Tensor; without it,
+//                 such an input is an error (as in PyTorch).
+// Errors (AutogradError): an output or an input that does not require grad, a non-scalar output
+// without its grad_output, an unused input without allow_unused.
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
+                         bool create_graph = false, bool allow_unused = false);
 
 }  // namespace ember::autograd

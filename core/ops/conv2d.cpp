@@ -121,6 +121,7 @@ struct Conv2dBackward final : ops::Node {
   bool has_bias = false;
   std::string name() const override { return "Conv2dBackward"; }
   std::vector<Tensor> backward(const Tensor& grad) override {
+    autograd::check_twice_differentiable(*this, "conv2d", grad, {&input, &weight});
     const kernels::ConvGeometry& g = geometry;
     const Tensor dy = grad.contiguous();
     Tensor dx, dw, db, w, x;

@@ -43,6 +43,7 @@ struct CrossEntropyBackward final : ops::Node {
   Tensor divisor;  // Mean: the 0-d sum of weights, left where the kernels wrote it
   std::string name() const override { return "CrossEntropyBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
+    autograd::check_twice_differentiable(*this, "cross_entropy", g, {&logits, &weight});
     const Tensor x = logits.unpack(*this, "logits");
     const Tensor t = target.unpack(*this, "target");
     const Tensor w = weight.defined() ? weight.unpack(*this, "weight") : Tensor();

@@ -115,6 +115,7 @@ struct ScatterAddBackward final : ops::Node {
       const Shape& src_shape = input_shapes[1];
       if (gsrc.shape() != src_shape) {
         // src reached past the index's extent: those elements were never added, gradient 0.
+        autograd::check_twice_differentiable(*this, "scatter_add", g);  // copy_ below
         Tensor padded = zeros(src_shape, g.options());
         Tensor window = padded;
         for (int64_t k = 0; k < gsrc.dim(); ++k) window = narrow(window, k, 0, gsrc.shape()[k]);

@@ -38,6 +38,7 @@ struct MaxMinBackward final : ops::Node {
   const char* label = "MaxBackward";
   std::string name() const override { return label; }
   std::vector<Tensor> backward(const Tensor& g) override {
+    autograd::check_twice_differentiable(*this, label[1] == 'a' ? "max" : "min", g);
     const Tensor idx = indices.unpack(*this, "indices");
     const Tensor gc = g.contiguous();
     Tensor ga = empty(input_shapes[0], g.options());

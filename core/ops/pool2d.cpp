@@ -103,6 +103,7 @@ struct MaxPool2dBackward final : ops::Node {
   PoolGeometry geom;
   std::string name() const override { return "MaxPool2dBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
+    autograd::check_twice_differentiable(*this, "max_pool2d", g);
     const Tensor idx = indices.unpack(*this, "indices");
     const Tensor gc = g.contiguous();
     Tensor ga = empty(input_shapes[0], g.options());
@@ -117,6 +118,7 @@ struct AvgPool2dBackward final : ops::Node {
   PoolGeometry geom;
   std::string name() const override { return "AvgPool2dBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
+    autograd::check_twice_differentiable(*this, "avg_pool2d", g);
     const Tensor gc = g.contiguous();
     Tensor ga = empty(input_shapes[0], g.options());
     KernelsOn(g)->pool.avg_backward(g.dtype(), geom, gc.raw_data(), ga.raw_data());

@@ -27,6 +27,7 @@ struct ProdBackward final : ops::Node {
   int64_t outer = 1, r = 1, inner = 1;
   std::string name() const override { return "ProdBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
+    autograd::check_twice_differentiable(*this, "prod", g, {&input});
     const Tensor x = input.unpack(*this, "self");
     const Tensor gc = reshape(g, keepdim_shape).contiguous();
     Tensor gx = ops::new_output(x.shape(), x);

@@ -16,6 +16,11 @@ struct ReluBackward final : ops::Node {
   ops::SavedTensor out;
   std::string name() const override { return "ReluBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
+    // create_graph (grad mode on): g masked by a constant (relu'' = 0 away from the kink).
+    if (is_grad_enabled()) {
+      const Tensor mask = gt(out.unpack(*this, "result").detach(), 0.0);
+      return {where(mask, g, ops::scalar_like(0.0, g))};
+    }
     return {ops::binary_forward(kernels::BinaryOp::ReluBackward, g, out.unpack(*this, "result"),
                                 "relu backward")};
   }

@@ -16,6 +16,11 @@ struct SigmoidBackward final : ops::Node {
   ops::SavedTensor out;
   std::string name() const override { return "SigmoidBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
+    // create_graph (grad mode on): the same formula with recorded ops, differentiable again.
+    if (is_grad_enabled()) {
+      const Tensor y = out.unpack(*this, "result");
+      return {mul(g, mul(y, sub(ops::scalar_like(1.0, y), y)))};
+    }
     return {ops::binary_forward(kernels::BinaryOp::SigmoidBackward, g, out.unpack(*this, "result"),
                                 "sigmoid backward")};
   }

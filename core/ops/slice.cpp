@@ -22,6 +22,13 @@ struct SliceBackward final : ops::Node {
   bool squeezed = false;
   std::string name() const override { return squeezed ? "SelectBackward" : "SliceBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
+    if (is_grad_enabled()) {  // create_graph: the same scatter with index_add, which records
+      const Tensor idx =
+          arange(static_cast<double>(start), static_cast<double>(std::max(start, end)),
+                 static_cast<double>(step), TensorOptions(kInt64).device(g.device()));
+      return {index_add(zeros(input_shapes[0], g.options()), dim, idx,
+                        squeezed ? g.unsqueeze(dim) : g)};
+    }
     Tensor ga = zeros(input_shapes[0], g.options());
     Tensor window = slice(ga, dim, start, end, step);
     window.copy_(squeezed ? g.unsqueeze(dim) : g);

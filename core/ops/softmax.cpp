@@ -47,6 +47,7 @@ struct SoftmaxBackward final : ops::Node {
   bool log = false;
   std::string name() const override { return log ? "LogSoftmaxBackward" : "SoftmaxBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
+    autograd::check_twice_differentiable(*this, log ? "log_softmax" : "softmax", g, {&y});
     const Tensor out = y.unpack(*this, "result");
     const Tensor gc = g.contiguous();
     Tensor ga = ops::new_output(out.shape(), out);

@@ -16,6 +16,11 @@ struct TanhBackward final : ops::Node {
   ops::SavedTensor out;
   std::string name() const override { return "TanhBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
+    // create_graph (grad mode on): the same formula with recorded ops, differentiable again.
+    if (is_grad_enabled()) {
+      const Tensor y = out.unpack(*this, "result");
+      return {mul(g, sub(ops::scalar_like(1.0, y), mul(y, y)))};
+    }
     return {ops::binary_forward(kernels::BinaryOp::TanhBackward, g, out.unpack(*this, "result"),
                                 "tanh backward")};
   }

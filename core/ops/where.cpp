@@ -2,6 +2,9 @@
 //
 // Math      where(cond, a, b) = cond ? a : b, elementwise, cond, a and b broadcast together.
 //           masked_fill(a, mask, v) = where(mask, v, a): a composite, its gradient is where's.
+//           where(cond, s, b), where(cond, a, s), where(cond, s, t) with numbers s, t: each
+//           number becomes a 0-d tensor that counts as a number (core/promotion.h
+//           wrapped_scalar), and the tensor form runs.
 // Backward  out depends on a (with slope 1) exactly where cond is true and on b where it is false:
 //             dL/da = sum_to(where(cond, dL/dout, 0), a.shape)
 //             dL/db = sum_to(where(cond, 0, dL/dout), b.shape)
@@ -11,6 +14,10 @@
 // Dtypes    where: result_type(a, b) (an int64 a and a float32 b give float32); each gradient
 //           in its input's dtype. masked_fill: a's dtype; the value must fit it (scalar_fits:
 //           300 does not fit uint8) and is converted to it.
+//           With a number: result_type(tensor, number), as PyTorch 1.13 promotes it (int64
+//           with 2.5 is float32, uint8 with 7 stays uint8, -1 fits uint8 as 255, 300 does not
+//           fit); two numbers: bool with bool is bool, integers int64, a float among them the
+//           default float32. The number must fit the result (scalar_fits).
 // Saved     cond.
 // Kernels   CPU: kernels/cpu/elementwise.cpp where.
 //           CUDA: the same ops in kernels/cuda/elementwise.cu.
@@ -59,6 +66,38 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     autograd::connect(node, out, {&cond, &a, &b});
   }
   return out;
+}
+
+// The scalar forms: the number as a 0-d tensor of the result's dtype that promotes as a number,
+// so the tensor form above picks the same dtype and records the same WhereBackward (the number
+// never requires grad, so only the tensor operand gets a gradient).
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
+  ops::check_defined("where", cond, "condition");
+  ops::check_defined("where", b, "second value tensor");
+  const DType dt = result_type(a, b);
+  check_scalar_fits("where", a, dt);
+  return where(cond, wrapped_scalar(a, dt, b.device()), b);
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
+  ops::check_defined("where", cond, "condition");
+  ops::check_defined("where", a, "first value tensor");
+  const DType dt = result_type(a, b);
+  check_scalar_fits("where", b, dt);
+  return where(cond, a, wrapped_scalar(b, dt, a.device()));
+}
+
+Tensor where(const Tensor& cond, const Scalar& a, const Scalar& b) {
+  ops::check_defined("where", cond, "condition");
+  // Two numbers: the higher kind wins, bool < integer < float, and a float is the default float
+  // dtype (float32), as torch.where(c, 1, 2.5) is.
+  const auto dtype_of = [](const Scalar& s) {
+    return s.is_bool() ? kBool : s.is_integral() ? kInt64 : default_dtype();
+  };
+  const DType dt = promote_types(dtype_of(a), dtype_of(b));
+  check_scalar_fits("where", a, dt);
+  check_scalar_fits("where", b, dt);
+  return where(cond, wrapped_scalar(a, dt, cond.device()), wrapped_scalar(b, dt, cond.device()));
 }
 
 Tensor masked_fill(const Tensor& a, const Tensor& mask, const Scalar& value) {

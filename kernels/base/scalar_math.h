@@ -145,4 +145,54 @@ EMBER_HOST_DEVICE inline T nan_min(T a, T b) {
   return b < a ? b : a;
 }
 
+// ---- pow(tensor, tensor), fmod, remainder (issue 27) -------------------------------------------
+
+// base ^ exp for integers when the exponent is itself an element (pow(tensor, tensor)), as
+// PyTorch's powi: a negative exponent is no error there (only a negative Scalar exponent is,
+// core/ops/pow.cpp); the exact answer 1 / base^|exp| truncated toward zero is 1 for base 1,
+// +-1 for base -1 (by the parity of exp) and 0 for every other base (0 included).
+template <typename T>
+EMBER_HOST_DEVICE inline T int_pow_any(T base, T exp) {
+  if constexpr (std::is_signed_v<T>) {
+    if (exp < T(0)) {
+      if (base == T(1)) return T(1);
+      if (base == T(-1)) return (exp % T(2)) != T(0) ? T(-1) : T(1);
+      return T(0);
+    }
+  }
+  return int_pow(base, static_cast<int64_t>(exp));
+}
+
+// fmod(a, b): the remainder of the quotient truncated toward zero, C's fmod and `%`: it has the
+// sign of the dividend a (fmod(-5, 3) = -2). For floats std::fmod is exact (no rounding at all)
+// and gives NaN for b == 0 or an infinite a. For integers b == 0 gives 0 (the op card refuses a
+// zero divisor first, as PyTorch raises "ZeroDivisionError"); b == -1 gives 0 without asking the
+// CPU, where INT64_MIN % -1 traps.
+template <typename T>
+EMBER_HOST_DEVICE inline T fmod_any(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return fmod_t(a, b);
+  } else {
+    if (b == T(0)) return T(0);
+    if constexpr (std::is_signed_v<T>) {
+      if (b == T(-1)) return T(0);
+    }
+    return static_cast<T>(a % b);
+  }
+}
+
+// remainder(a, b): Python's `a % b`, the remainder of the quotient rounded toward -inf: it has
+// the sign of the divisor b (remainder(-5, 3) = 1). Computed as PyTorch 1.13 computes it, from
+// the truncated remainder m = fmod(a, b): when m is nonzero and its sign differs from b's, b is
+// added (remainder(-1e-300, 1e300) is therefore 1e300, the rounded -1e-300 + 1e300). A zero m
+// keeps the sign fmod gave it (remainder(-0.0, 2) = -0.0).
+template <typename T>
+EMBER_HOST_DEVICE inline T remainder_any(T a, T b) {
+  const T m = fmod_any(a, b);
+  if constexpr (std::is_signed_v<T>) {
+    if (m != T(0) && ((m < T(0)) != (b < T(0)))) return static_cast<T>(m + b);
+  }
+  return m;
+}
+
 }  // namespace ember::kernels

@@ -130,6 +130,11 @@ struct BinaryFn {
       case BinaryOp::TanhBackward: return a * (T(1) - b * b);
       case BinaryOp::Maximum: return nan_max(a, b);
       case BinaryOp::Minimum: return nan_min(a, b);
+      case BinaryOp::Pow:
+        if constexpr (std::is_floating_point_v<T>) return std::pow(a, b);
+        else return int_pow_any(a, b);
+      case BinaryOp::Fmod: return fmod_any(a, b);
+      case BinaryOp::Remainder: return remainder_any(a, b);
     }
     return a;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/base/parallel.h"
 #include "kernels/base/scalar_math.h"
@@ -176,6 +177,30 @@ void max_min_backward_typed(int64_t outer, int64_t r, int64_t inner, const T* gr
     }
   });
 }
+// Running sums (cumsum) along j of [outer, r, inner]. One task per slab [r, inner]; inside it
+// a row of `inner` accumulators walks j forward (or backward), so every load and store is a
+// contiguous row: the same order of additions, hence the same bits, for any thread count.
+template <typename T>
+void cumsum_typed(int64_t outer, int64_t r, int64_t inner, bool reverse, const T* in, T* out) {
+  using acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+  const int64_t slab = r * inner;
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(slab, 1));
+  parallel_for(0, outer, grain, [&](int64_t b, int64_t e) {
+    std::vector<acc_t> acc(static_cast<size_t>(inner));
+    for (int64_t o = b; o < e; ++o) {
+      std::fill(acc.begin(), acc.end(), acc_t(0));
+      for (int64_t step = 0; step < r; ++step) {
+        const int64_t j = reverse ? r - 1 - step : step;
+        const T* x = in + o * slab + j * inner;
+        T* y = out + o * slab + j * inner;
+        for (int64_t k = 0; k < inner; ++k) {
+          acc[k] = wrapping_add(acc[k], static_cast<acc_t>(x[k]));
+          y[k] = static_cast<T>(acc[k]);
+        }
+      }
+    }
+  });
+}
 }  // namespace
 
 void reduce_sum(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* in, void* out,
@@ -217,7 +242,16 @@ void reduce_max_min_backward(DType dtype, int64_t outer, int64_t r, int64_t inne
   });
 }
 
-const ReduceKernels reduce_kernels = {&reduce_sum, &reduce_prod, &reduce_prod_backward,
-                                      &reduce_max_min, &reduce_max_min_backward};
+void reduce_cumsum(DType dtype, int64_t outer, int64_t r, int64_t inner, bool reverse,
+                   const void* in, void* out) {
+  EMBER_DISPATCH_NUMERIC(dtype, "cumsum", [&] {
+    cumsum_typed<scalar_t>(outer, r, inner, reverse, static_cast<const scalar_t*>(in),
+                           static_cast<scalar_t*>(out));
+  });
+}
+
+const ReduceKernels reduce_kernels = {
+    &reduce_sum,   &reduce_prod, &reduce_prod_backward, &reduce_max_min, &reduce_max_min_backward,
+    &reduce_cumsum};
 
 }  // namespace ember::kernels::cpu

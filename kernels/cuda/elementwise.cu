@@ -172,6 +172,9 @@ struct BinaryFn {
         case BinaryOp::TanhBackward: return a * (T(1) - mul_rn(b, b));
         case BinaryOp::Maximum: return nan_max(a, b);  // kernels/base/scalar_math.h: NaN wins
         case BinaryOp::Minimum: return nan_min(a, b);
+        case BinaryOp::Pow: return pow_t(a, b);
+        case BinaryOp::Fmod: return fmod_any(a, b);  // scalar_math.h, shared with the CPU
+        case BinaryOp::Remainder: return remainder_any(a, b);
       }
       return a;
     } else {
@@ -188,6 +191,9 @@ struct BinaryFn {
         case BinaryOp::TanhBackward: return static_cast<T>(a * (T(1) - b * b));
         case BinaryOp::Maximum: return nan_max(a, b);
         case BinaryOp::Minimum: return nan_min(a, b);
+        case BinaryOp::Pow: return int_pow_any(a, b);
+        case BinaryOp::Fmod: return fmod_any(a, b);
+        case BinaryOp::Remainder: return remainder_any(a, b);
       }
       return a;
     }

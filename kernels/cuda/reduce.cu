@@ -1,5 +1,5 @@
 // ember/kernels/cuda/reduce.cu — sum, prod and max/min (with argmax/argmin) over the middle axis
-// of a contiguous [outer, r, inner] block, and the backward of prod and max/min.
+// of a contiguous [outer, r, inner] block, the backward of prod and max/min, and cumsum_kernel.
 //
 // Element (o, j, k) sits at (o * r + j) * inner + k; output (o, k) at o * inner + k and reduces
 // over j. The rules are the CPU's (kernels/reduce.h): sums accumulate in double (int64 for
@@ -484,6 +484,32 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
+// ---- cumsum: a running sum along j ------------------------------------------------------------
+// One thread per column (o, k), walking its r elements in order (backward for `reverse`) and
+// writing each running total: the simplest correct scan, and the additions happen in exactly the
+// CPU's order (double accumulators for floats, int64 for integers), so the answers are the
+// CPU's bits. Memory: for inner > 1 consecutive threads own consecutive k, so each step reads
+// and writes 32 consecutive elements per warp (coalesced); for inner == 1 (a scan along the last
+// dim) each thread walks its own row, strided across the warp. A parallel scan (Blelloch's
+// up-sweep/down-sweep, or a warp-shuffle scan per block) would use far more threads on a few
+// long rows, at the price of another order of additions. No shared memory.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    cumsum_kernel(int64_t outer, int64_t r, int64_t inner, bool reverse, const T* in, T* out) {
+  using acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+  const int64_t columns = outer * inner;
+  for (const int64_t c : grid_stride(columns)) {
+    const int64_t o = c / inner, k = c % inner;
+    const int64_t base = o * r * inner + k;
+    acc_t acc = 0;
+    for (int64_t step = 0; step < r; ++step) {
+      const int64_t at = base + (reverse ? r - 1 - step : step) * inner;
+      acc = wrapping_add(acc, static_cast<acc_t>(in[at]));
+      out[at] = static_cast<T>(acc);
+    }
+  }
+}
+
 }  // namespace
 
 void reduce_sum(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* in, void* out,
@@ -538,7 +564,19 @@ void reduce_max_min_backward(DType dtype, int64_t outer, int64_t r, int64_t inne
   });
 }
 
-const ReduceKernels reduce_kernels = {&reduce_sum, &reduce_prod, &reduce_prod_backward,
-                                      &reduce_max_min, &reduce_max_min_backward};
+void reduce_cumsum(DType dtype, int64_t outer, int64_t r, int64_t inner, bool reverse,
+                   const void* in, void* out) {
+  const int64_t columns = outer * inner;
+  EMBER_DISPATCH_NUMERIC(dtype, "cumsum", [&] {
+    if (columns <= 0 || r <= 0) return;  // nothing to write (the dtype is checked first)
+    EMBER_LAUNCH(grid_for(columns), kBlock, 0, stream(), cumsum_kernel<scalar_t>)
+    (outer, r, inner, reverse, static_cast<const scalar_t*>(in), static_cast<scalar_t*>(out));
+    EMBER_LAUNCH_CHECK("cumsum_kernel");
+  });
+}
+
+const ReduceKernels reduce_kernels = {
+    &reduce_sum,   &reduce_prod, &reduce_prod_backward, &reduce_max_min, &reduce_max_min_backward,
+    &reduce_cumsum};
 
 }  // namespace ember::kernels::cuda

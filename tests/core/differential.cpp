@@ -63,7 +63,8 @@ Match match_for(const std::string& op) {
       "clone",        "to_dtype",   "to_device",   "copy_",      "fill_",        "zero_",
       "floor_divide", "max_pool2d", "clamp",       "clamp_min",  "clamp_max",    "maximum",
       "minimum",      "amax",       "amin",        "any",        "all",          "isnan",
-      "isinf",        "isfinite",   "logical_and", "logical_or", "logical_xor",  "logical_not"};
+      "isinf",        "isfinite",   "logical_and", "logical_or", "logical_xor",  "logical_not",
+      "fmod",         "remainder",  "split",       "chunk"};
   static const std::set<std::string> ulps = {"add", "sub", "mul", "div", "pow", "exp", "log",
                                              "sqrt", "sigmoid", "tanh", "add_", "sub_", "mul_",
                                              "div_"};

@@ -255,3 +255,17 @@ TEST_CASE("cuda second pass: prod backward with 700 outputs", "[cuda]") {
     require_close(a.cpu.grad(), a.dev.grad(), "prod(x, 1): gradient of the input");
   }
 }
+
+TEST_CASE("cuda second pass: cumsum over 700 columns", "[cuda]") {
+  if (skip_without_gpu()) return;
+  // cumsum_kernel gives a thread each column (o, k) and strides over outer * inner of them; its
+  // backward is the same kernel, reversed.
+  const Tensor x = uniform({3, 5, kItems}, 53);
+  Pair a = leaves(x);
+  const Tensor y_cpu = cumsum(a.cpu, 1), y_dev = cumsum(a.dev, 1);
+  require_close(y_cpu, y_dev, "cumsum(x, 1) forward", 1e-9, 0.0);
+  const Tensor g = uniform(y_cpu.shape(), 54);
+  y_cpu.backward(g);
+  y_dev.backward(g.to(kCuda0));
+  require_close(a.cpu.grad(), a.dev.grad(), "cumsum(x, 1): gradient of the input");
+}

@@ -399,6 +399,18 @@ TEST_CASE("schedulers: state_dict round trip continues the same schedule",
          return std::make_shared<optim::SequentialLR>(
              o, std::vector<std::shared_ptr<optim::LRScheduler>>{w, c}, std::vector<int64_t>{3});
        }},
+      {"CyclicLR",
+       [](optim::Optimizer& o) {
+         optim::CyclicLROptions c;
+         c.step_size_up = 3;
+         c.step_size_down = 2;
+         c.mode = "triangular2";
+         return std::make_shared<optim::CyclicLR>(o, 0.01, 0.2, c);
+       }},
+      {"CosineAnnealingWarmRestarts",
+       [](optim::Optimizer& o) {
+         return std::make_shared<optim::CosineAnnealingWarmRestarts>(o, 2, 2, 1e-3);
+       }},
       {"ChainedScheduler",
        [](optim::Optimizer& o) {
          auto s = std::make_shared<optim::StepLR>(o, 2, 0.5);

@@ -3,7 +3,9 @@
 // The main check replays tests/fixtures/optim/schedulers.txt (written by
 // tests/fixtures/optim/make_schedulers.py): every scheduler, alone, composed with another, inside
 // SequentialLR and ChainedScheduler, with an lr changed by hand in the middle of a run, with
-// parameter groups of different lrs — each group's lr (and OneCycleLR's momentum) compared with
+// parameter groups of different lrs, with a group added by add_param_group, with fractional
+// epochs (CosineAnnealingWarmRestarts.step(epoch)) — each group's lr (and OneCycleLR's and
+// CyclicLR's momentum) compared with
 // PyTorch's after every action. Both sides compute in double with the same operations and agree
 // bit for bit here (EMBER_SCHEDULER_REPORT=1 prints the count); the tolerance of a few ulps is
 // for another libm. tests/optim/param_groups.cpp tests the errors and the state dicts.
@@ -145,6 +147,21 @@ std::shared_ptr<optim::LRScheduler> build(Case& c, const std::string& type,
     o.eps = d("eps");
     return std::make_shared<optim::ReduceLROnPlateau>(opt, o);
   }
+  if (type == "cyclic") {
+    optim::CyclicLROptions o;
+    o.step_size_up = d("step_size_up");
+    if (kv.at("step_size_down") != "none") o.step_size_down = d("step_size_down");
+    o.mode = kv.at("mode");
+    o.gamma = d("gamma");
+    o.cycle_momentum = kv.at("cycle_momentum") == "1";
+    o.base_momentum = d("base_momentum");
+    o.max_momentum = d("max_momentum");
+    return std::make_shared<optim::CyclicLR>(opt, doubles("base_lrs"), doubles("max_lrs"), o);
+  }
+  if (type == "warmrestarts") {
+    return std::make_shared<optim::CosineAnnealingWarmRestarts>(opt, i("T_0"), i("T_mult"),
+                                                                d("eta_min"));
+  }
   if (type == "sequential") {
     return std::make_shared<optim::SequentialLR>(opt, members(), ints("milestones"));
   }
@@ -239,6 +256,28 @@ TEST_CASE("schedulers: every lr PyTorch 1.13 computes, action by action", "[opti
       } else {
         last_acted->step();
       }
+      action = line;
+    } else if (kind == "stepepoch") {
+      last_acted = c->made.at(t[1]);
+      auto* restarts = dynamic_cast<optim::CosineAnnealingWarmRestarts*>(last_acted.get());
+      REQUIRE(restarts != nullptr);
+      restarts->step(std::stod(t[2]));
+      action = line;
+    } else if (kind == "addgroup") {
+      // add_param_group({"params": [new], "lr": v}): the other options from the defaults.
+      c->params.push_back(zeros({2}, kFloat64).requires_grad_());
+      if (auto* sgd = dynamic_cast<optim::SGD*>(c->opt.get())) {
+        optim::SGDOptions o = sgd->defaults();
+        o.lr = std::stod(t[1]);
+        sgd->add_param_group({{c->params.back()}, o});
+      } else {
+        auto* adam = dynamic_cast<optim::Adam*>(c->opt.get());
+        REQUIRE(adam != nullptr);
+        optim::AdamOptions o = adam->defaults();
+        o.lr = std::stod(t[1]);
+        adam->add_param_group({{c->params.back()}, o});
+      }
+      last_acted = nullptr;
       action = line;
     } else if (kind == "setlr") {
       c->opt->set_lr(std::stoul(t[1]), std::stod(t[2]));
