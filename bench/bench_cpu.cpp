@@ -1,9 +1,10 @@
 // bench/bench_cpu.cpp — how fast is ember's CPU core next to what it is built on?
 //
 // Table 1, matmul GFLOP/s in float32: ember::matmul against raw Eigen (`C.noalias() = A * B`
-// on row-major Eigen matrices of the same shapes). ember's CPU matmul ends in ember's own AVX-512
-// kernel for most float32 shapes on a CPU that has AVX-512 (kernels/cpu/gemm_avx512.cpp), and in
-// Eigen's GEMM for the rest (kernels/cpu/gemm.cpp says which): where it ends in Eigen, the gap
+// on row-major Eigen matrices of the same shapes). ember's CPU matmul ends in ember's own SIMD
+// kernel for most float32 shapes on a CPU that has AVX-512 or AVX2 (kernels/cpu/gemm_simd.h; the
+// version in use is in the header line, EMBER_CPU_ISA chooses another), and in Eigen's GEMM for
+// the rest (kernels/cpu/gemm.cpp says which): where it ends in Eigen, the gap
 // between the two columns is ember's own cost around it — argument checks, allocating the
 // output, copying an operand that is not laid out for the GEMM; where it ends in the own kernel,
 // the ratio is the kernel against Eigen. Eigen is
@@ -459,9 +460,10 @@ int main(int argc, char** argv) {
     std::printf("  cpu: %s, %u logical cores; threads: %d for ember (Eigen: %d)\n",
                 cpu_model().c_str(), std::thread::hardware_concurrency(),
                 ember::get_num_threads(), Eigen::nbThreads());
-    std::printf("  g++ %s, Eigen %s (%s), -march=native: %s%s\n\n", __VERSION__,
+    std::printf("  g++ %s, Eigen %s (%s), -march=native: %s, cpu kernels: %s%s\n\n", __VERSION__,
                 eigen_version().c_str(), Eigen::SimdInstructionSetsInUse(),
-                EMBER_BENCH_NATIVE ? "yes" : "no", s.quick ? ", --quick" : "");
+                EMBER_BENCH_NATIVE ? "yes" : "no", ember::get_cpu_isa().c_str(),
+                s.quick ? ", --quick" : "");
 
     ember::manual_seed(0);
     std::vector<MatmulRow> mm;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/cuda.h"
+#include "core/threading.h"
 #include "kernels/base/error.h"
 
 #ifdef EMBER_WITH_CUDA
@@ -229,6 +230,11 @@ std::string gpu_header(int device) {
   return os.str();
 }
 
+#ifndef EMBER_BENCH_NATIVE
+#define EMBER_BENCH_NATIVE 0
+#endif
+constexpr bool kBuiltNative = EMBER_BENCH_NATIVE;
+
 std::string cpu_header(int threads) {
   std::string model = "unknown CPU";
   std::ifstream cpuinfo("/proc/cpuinfo");
@@ -244,7 +250,8 @@ std::string cpu_header(int threads) {
   }
   std::ostringstream os;
   os << "  cpu: " << model << ", " << std::thread::hardware_concurrency()
-     << " logical cores; threads: " << threads << "\n"
+     << " logical cores; threads: " << threads << "; cpu kernels: " << get_cpu_isa()
+     << (kBuiltNative ? " (build: -march=native)" : " (build: portable)") << "\n"
      << "  date: " << utc_now() << "\n";
   return os.str();
 }

@@ -8,7 +8,7 @@ namespace ember {
 #define ELEMENTWISE_KERNELS "kernels/cpu/elementwise.cpp", "kernels/cuda/elementwise.cu"
 #define REDUCE_KERNELS "kernels/cpu/reduce.cpp", "kernels/cuda/reduce.cu"
 #define GEMM_KERNELS                                                                      \
-  "kernels/cpu/gemm.cpp (ember's kernels/cpu/gemm_avx512.cpp for most float32 products, " \
+  "kernels/cpu/gemm.cpp (ember's kernels/cpu/gemm_simd.h for most float32 products, " \
   "Eigen's GEMM for the rest)",                                                           \
       "kernels/cuda/gemm.cu (cuBLAS, or ember's kernels/cuda/gemm_tiled.cu)"
 #define SOFTMAX_KERNELS "kernels/cpu/softmax.cpp", "kernels/cuda/softmax.cu"

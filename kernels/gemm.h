@@ -1,6 +1,7 @@
 // ember/kernels/gemm.h — the gemm family: general matrix multiply.
-//   CPU:  kernels/cpu/gemm.cpp (ember's AVX-512 kernel for float32 where it is faster,
-//         kernels/cpu/gemm_avx512.cpp; Eigen's blocked GEMM otherwise).
+//   CPU:  kernels/cpu/gemm.cpp (ember's SIMD kernel for float32 where it is faster,
+//         kernels/cpu/gemm_simd.h, in an AVX-512 and an AVX2 version chosen when the program
+//         runs; Eigen's blocked GEMM otherwise).
 //   CUDA: kernels/cuda/gemm.cu, which sends the request to the backend chosen with
 //         ember::cuda::set_gemm_backend: cuBLAS (kernels/cuda/gemm_plan.h writes out how a
 //         row-major product is expressed to column-major cuBLAS) or ember's own tiled kernel

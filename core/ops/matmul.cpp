@@ -16,8 +16,9 @@
 //           refused: docs/from_pytorch.md, integer-matmul-conv).
 // Saved     a (only if b needs a gradient) and b (only if a needs one).
 // Kernels   the gemm family (kernels/gemm.h) gemm / gemm_batched.
-//           CPU: kernels/cpu/gemm.cpp: ember's AVX-512 kernel (kernels/cpu/gemm_avx512.cpp)
-//           for float32 where it is faster, Eigen's GEMM otherwise; one matrix after the other.
+//           CPU: kernels/cpu/gemm.cpp: ember's SIMD kernel (kernels/cpu/gemm_simd.h, AVX-512
+//           or AVX2) for float32 where it is faster, Eigen's GEMM otherwise; one matrix after
+//           the other.
 //           CUDA: kernels/cuda/gemm.cu: cuBLAS, or ember's own kernel
 //           (kernels/cuda/gemm_tiled.cu) after cuda::set_gemm_backend(GemmBackend::Ember) and
 //           always in the emulation build.

@@ -228,7 +228,9 @@ int main(int argc, char** argv) {
     (void)zeros({1}, device);
     std::printf("%s\n", device.is_cuda() ? "Running on the GPU" : "Running on the CPU");
     examples::print_device(device, device_name);
-    if (device.is_cpu()) std::printf("threads: %d\n", get_num_threads());
+    if (device.is_cpu()) {
+      std::printf("threads: %d, cpu kernels: %s\n", get_num_threads(), get_cpu_isa().c_str());
+    }
     manual_seed(seed);
 
     // The data: 50x50 grayscale, uint8 in memory; ToTensor scales each batch to 0..1 (the

@@ -214,7 +214,9 @@ int main(int argc, char** argv) {
     // An unusable --device fails here, with the core's reason, not after the data is loaded.
     (void)zeros({1}, device);
     examples::print_device(device, device_name);
-    if (device.is_cpu()) std::printf("threads: %d\n", get_num_threads());
+    if (device.is_cpu()) {
+      std::printf("threads: %d, cpu kernels: %s\n", get_num_threads(), get_cpu_isa().c_str());
+    }
     manual_seed(seed);
 
     // transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5, 0.5, 0.5),

@@ -315,7 +315,9 @@ int main(int argc, char** argv) {
       throw Error("--cuda-graph does not combine with --distributed (the gradients' all-reduce "
                   "runs on the host between backward and step): use one of the two");
     }
-    if (device.is_cpu()) std::printf("threads: %d\n", get_num_threads());
+    if (device.is_cpu()) {
+      std::printf("threads: %d, cpu kernels: %s\n", get_num_threads(), get_cpu_isa().c_str());
+    }
     manual_seed(seed);
 
     const data::Transform transform =

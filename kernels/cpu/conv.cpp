@@ -4,7 +4,7 @@
 //                   im2col matrix and kernels/cpu/gemm.h; float32 and float64, any geometry.
 //                   Read it first: the other builds on it.
 //   implicit GEMM   kernels/cpu/conv_implicit.cpp: no im2col matrix at all, on a batch-innermost
-//                   copy of the tensors; float32, stride 1, where ember's AVX-512 GEMM runs.
+//                   copy of the tensors; float32, stride 1, where ember's SIMD GEMM runs.
 // What they share (scratch buffers, the weight gradient's reduction): kernels/cpu/conv_internal.h.
 //
 // Both give results that do not depend on the thread count: every sum runs in an order fixed
@@ -16,7 +16,7 @@
 #include "kernels/base/error.h"
 #include "kernels/conv.h"
 #include "kernels/cpu/conv_internal.h"
-#include "kernels/cpu/gemm_avx512.h"
+#include "kernels/cpu/gemm_simd.h"
 
 namespace ember::kernels::cpu {
 
@@ -26,9 +26,9 @@ using namespace conv_detail;
 
 // Which algorithm
 // ---------------
-// The implicit GEMM runs where ember's own GEMM kernel runs (float32 on AVX-512: it reads the
-// input's rows in place through that kernel's row table) for stride 1 (a stride across would
-// put gaps between the columns of a row), except:
+// The implicit GEMM runs where ember's own GEMM kernel runs (float32 on AVX-512 or AVX2: it
+// reads the input's rows in place through that kernel's row table) for stride 1 (a stride across
+// would put gaps between the columns of a row), except:
 //   - pointwise convolutions (1x1, stride 1, no padding), which im2col already runs copy-free;
 //   - filters of fewer than kImplicitMinTaps taps (C*R*S): a one-channel first layer (25 taps
 //     on the cats-vs-dogs CNN) has a large output and short products, and moving its
@@ -40,8 +40,7 @@ using namespace conv_detail;
 constexpr int64_t kImplicitMinTaps = 64;
 
 bool use_implicit(const ConvGeometry& g) {
-  static const bool available = sgemm_avx512_available();
-  return available && g.stride_h == 1 && g.stride_w == 1 && !is_pointwise(g) &&
+  return sgemm_simd_available() && g.stride_h == 1 && g.stride_w == 1 && !is_pointwise(g) &&
          g.C * g.R * g.S >= kImplicitMinTaps && g.N > 0 && g.P > 0 && g.Q > 0;
 }
 

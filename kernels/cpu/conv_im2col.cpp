@@ -22,8 +22,8 @@
 //
 // How each product meets the GEMM
 // -------------------------------
-// For float32 on an AVX-512 CPU the products run in ember's own kernel
-// (kernels/cpu/gemm_avx512.cpp), which reads op(A) in place however it is stored but must
+// For float32 on an AVX-512 or AVX2 CPU the products run in ember's own kernel
+// (kernels/cpu/gemm_simd.h), which reads op(A) in place however it is stored but must
 // transpose op(B) into a buffer unless B is stored [K, N]. So:
 //   forward  y[n] = w @ col: w is transposed once per call (wT [CRS, K], transposed_weights in
 //            conv_internal.h) so that the filters the kernel needs at each step lie side by
@@ -59,7 +59,7 @@
 #include "kernels/base/parallel.h"
 #include "kernels/cpu/conv_internal.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/gemm_avx512.h"
+#include "kernels/cpu/gemm_simd.h"
 
 namespace ember::kernels::cpu::conv_detail {
 
@@ -210,7 +210,7 @@ void col2im_add(const ConvGeometry& g, const T* dcol, int64_t ld, T* dx) {
 // [CRS, G*PQ], make the products G*PQ wide. Enough images for kBatchColumns columns; a function
 // of the sizes only, never of the thread count.
 // Only for float32 products that ember's own GEMM kernel runs: each element of its result
-// depends only on the length of its sum (gemm_avx512.h), so an image's output and input gradient
+// depends only on the length of its sum (gemm_simd.h), so an image's output and input gradient
 // are the same bits in a batch of any size (conv(x[0]) == conv(x)[0]); Eigen's blocking, used
 // for float64, changes with the product's width. Output planes of fewer than 4 pixels stay one
 // image per product: the GEMM gives products that narrow to Eigen (kernels/cpu/gemm.cpp), so an
@@ -221,7 +221,7 @@ constexpr int64_t kBatchColumns = 256;
 template <typename T>
 int64_t images_per_gemm(const ConvGeometry& g) {
   const int64_t PQ = g.P * g.Q;
-  if (!std::is_same_v<T, float> || !sgemm_avx512_available()) return 1;
+  if (!std::is_same_v<T, float> || !sgemm_simd_available()) return 1;
   if (is_pointwise(g) || PQ < 4 || g.N <= 1) return 1;
   const int64_t wanted = std::clamp<int64_t>((kBatchColumns + PQ - 1) / PQ, 1, g.N);
   // The same number of batches, as even as they go (100 images: 10 batches of 10, not 9 of 11
@@ -358,7 +358,7 @@ void im2col_backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* d
         // The gradient is computed transposed, dw^T = sum over batches of col @ dy^T:
         //   acc [CRS, K] (+)= col [CRS, count*PQ] @ dy^T  (dy is [K, count*PQ] -> trans_b).
         // Of the two operands whose rows run along the sum, the GEMM kernel must transpose the
-        // one it takes second (kernels/cpu/gemm_avx512.cpp); this way that is dy (K rows), not
+        // one it takes second (kernels/cpu/gemm_simd_impl.h); this way that is dy (K rows), not
         // col (CRS rows, 12x more on the cats-vs-dogs CNN's second layer).
         gemm(dt, false, true, CRS, g.K, cols, 1.0, col, cols, dyb, cols, n0 == n_begin ? 0.0 : 1.0,
              acc, g.K);

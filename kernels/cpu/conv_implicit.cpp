@@ -1,5 +1,5 @@
 // ember/kernels/cpu/conv_implicit.cpp — 2-d convolution on the CPU by an implicit GEMM: no
-// im2col matrix at all (float32, stride 1, on AVX-512). It builds on the im2col path
+// im2col matrix at all (float32, stride 1, on AVX-512 or AVX2). It builds on the im2col path
 // (kernels/cpu/conv_im2col.cpp: read that first); the dispatcher (kernels/cpu/conv.cpp,
 // use_implicit) says which convolutions come here and why.
 //
@@ -24,8 +24,8 @@
 //                                                                x' + ((c*H + p + r)*W + s)*N
 //
 // and B_p is read in place, row by row, through the GEMM kernel's row table
-// (sgemm_avx512_rows): no copy at all. The price is two layout changes per call (x -> x' and
-// y' -> y, 16 x 16 register transposes), which cost less than im2col and col2im did (the
+// (sgemm_simd_rows): no copy at all. The price is two layout changes per call (x -> x' and
+// y' -> y, register transposes), which cost less than im2col and col2im did (the
 // figures: bench/RESULTS.md, "Figures that were comments in kernels/"). Padding is a zero
 // border in x'; dilation only changes the row offsets; a stride across would put gaps between
 // q, so stride 1 only.
@@ -53,7 +53,7 @@
 
 #include "kernels/base/parallel.h"
 #include "kernels/cpu/conv_internal.h"
-#include "kernels/cpu/gemm_avx512.h"
+#include "kernels/cpu/gemm_simd.h"
 
 namespace ember::kernels::cpu::conv_detail {
 
@@ -72,12 +72,12 @@ const float* batch_inner_input(const ConvGeometry& g, const float* x) {
     for (int64_t c = c0; c < c1; ++c) {
       float* xc = xp + c * Hp * Wp * N;
       if (!padded) {  // [N, HW] (rows CHW apart) -> [HW, N]
-        transpose_avx512(x + c * HW, CHW, N, HW, nullptr, xc, N);
+        transpose_simd(x + c * HW, CHW, N, HW, nullptr, xc, N);
         continue;
       }
       std::fill(xc, xc + Hp * Wp * N, 0.0f);
       for (int64_t h = 0; h < g.H; ++h) {
-        transpose_avx512(x + c * HW + h * g.W, CHW, N, g.W, nullptr,
+        transpose_simd(x + c * HW + h * g.W, CHW, N, g.W, nullptr,
                          xc + ((h + g.pad_h) * Wp + g.pad_w) * N, N);
       }
     }
@@ -126,7 +126,7 @@ const float* batch_inner_grad(const ConvGeometry& g, const float* dy) {
   float* dyp = scratch_buffer<Scratch::kBatchInnerGrad, float>(g.K * PQ * N);
   parallel_for(0, g.K, grain_for(PQ * N), [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) {
-      transpose_avx512(dy + k * PQ, g.K * PQ, N, PQ, nullptr, dyp + k * PQ * N, N);
+      transpose_simd(dy + k * PQ, g.K * PQ, N, PQ, nullptr, dyp + k * PQ * N, N);
     }
   });
   return dyp;
@@ -142,13 +142,13 @@ void implicit_forward(const ConvGeometry& g, const float* x, const float* w, con
   float* yt = scratch_buffer<Scratch::kBatchInnerResult, float>(g.K * PQN);  // y' [K, P, Q, N]
   const int64_t macs = g.K * std::min(QN, kImplicitPanel) * CRS;
   for_each_row_panel(g.P, QN, kImplicitPanel, macs, [&](int64_t p, int64_t j0, int64_t cols) {
-    sgemm_avx512_rows(true, false, g.K, cols, CRS, 1.0f, wT, g.K, nullptr, xp + p * Wp * N + j0, 0,
+    sgemm_simd_rows(true, false, g.K, cols, CRS, 1.0f, wT, g.K, nullptr, xp + p * Wp * N + j0, 0,
                       rows.data(), 0.0f, yt + p * QN + j0, PQN);
   });
   // y[n, k] = y'[k]^T (+ b[k]): [PQ, N] -> [N, PQ] with rows K*PQ apart.
   parallel_for(0, g.K, grain_for(PQN), [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) {
-      transpose_avx512(yt + k * PQN, N, PQ, N, b ? b + k : nullptr, y + k * PQ, g.K * PQ);
+      transpose_simd(yt + k * PQN, N, PQ, N, b ? b + k : nullptr, y + k * PQ, g.K * PQ);
     }
   });
 }
@@ -196,7 +196,7 @@ void implicit_backward_input(const ConvGeometry& g, const float* dyp, const floa
       const int64_t hi = std::min(j0 + cols, std::min(g.W, g.Q + shift) * N);
       if (lo >= hi) continue;
       const int64_t t0 = (s_ * g.R + r0) * g.K;
-      sgemm_avx512_rows(true, false, g.C, hi - lo, (r1 - r0 + 1) * g.K, 1.0f, wd + t0 * g.C, g.C,
+      sgemm_simd_rows(true, false, g.C, hi - lo, (r1 - r0 + 1) * g.K, 1.0f, wd + t0 * g.C, g.C,
                         nullptr, dyp + hp * QN + (lo - shift * N), 0, rows.data() + t0, 1.0f,
                         c + lo, HWN);
     }
@@ -204,7 +204,7 @@ void implicit_backward_input(const ConvGeometry& g, const float* dyp, const floa
   // dx[n, c] = dx'[c]^T: [HW, N] -> [N, HW] with rows C*HW apart.
   parallel_for(0, g.C, grain_for(HWN), [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
-      transpose_avx512(dxt + c * HWN, N, HW, N, nullptr, dx + c * HW, g.C * HW);
+      transpose_simd(dxt + c * HWN, N, HW, N, nullptr, dx + c * HW, g.C * HW);
     }
   });
 }
@@ -231,7 +231,7 @@ void implicit_backward_weight(const ConvGeometry& g, const float* x, const float
   for_each_row_panel(groups, CRS, panel_rows, macs, [&](int64_t grp, int64_t i0, int64_t n) {
     const int64_t p_begin = grp * g.P / groups, p_end = (grp + 1) * g.P / groups;
     for (int64_t p = p_begin; p < p_end; ++p) {
-      sgemm_avx512_rows(false, true, n, g.K, QN, 1.0f, xp + p * Wp * N, 0, rows.data() + i0,
+      sgemm_simd_rows(false, true, n, g.K, QN, 1.0f, xp + p * Wp * N, 0, rows.data() + i0,
                         dyp + p * QN, g.P * QN, nullptr, p == p_begin ? 0.0f : 1.0f,
                         partial + grp * KCRS + i0 * g.K, g.K);
     }

@@ -29,7 +29,7 @@ template <typename T>
 void im2col_backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw, T* db);
 
 // Implicit GEMM (conv_implicit.cpp): float32, stride 1, at least one image, output pixel and
-// filter tap, and only where ember's AVX-512 GEMM kernel runs (conv.cpp's use_implicit()).
+// filter tap, and only where ember's SIMD GEMM kernel runs (conv.cpp's use_implicit()).
 void implicit_forward(const ConvGeometry& g, const float* x, const float* w, const float* b,
                       float* y);
 // dy [N, K, P, Q] -> dy' [K, P, Q, N], the layout both gradients read (in the calling thread's

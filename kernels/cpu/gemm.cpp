@@ -1,7 +1,7 @@
-// CPU GEMM: ember's own AVX-512 kernel for float32 where it is faster
-// (kernels/cpu/gemm_avx512.cpp), Eigen for the rest — float64, CPUs without AVX-512, and the
-// float32 shapes listed at use_own_kernel below. The Eigen path works with no copies: every
-// operand is an Eigen::Map over ember's memory.
+// CPU GEMM: ember's own SIMD kernel for float32 where it is faster (kernels/cpu/gemm_simd.h: the
+// AVX-512 or the AVX2 version, whichever the CPU runs, kernels/base/cpu_isa.h), Eigen for the rest
+// — float64, CPUs with neither, and the float32 shapes listed at use_own_kernel below. The Eigen
+// path works with no copies: every operand is an Eigen::Map over ember's memory.
 //
 // How row-major data maps to Eigen's layouts
 // ------------------------------------------
@@ -51,8 +51,8 @@
 
 #include <Eigen/Core>
 
-#include "kernels/cpu/gemm_avx512.h"
 #include "kernels/base/parallel.h"
+#include "kernels/cpu/gemm_simd.h"
 
 namespace ember::kernels::cpu {
 
@@ -82,12 +82,12 @@ void product(const OpA& A, const OpB& B, T alpha, T beta, RowMap<T>& C) {
   else C.noalias() += alpha * A * B;
 }
 
-// Whether a float32 product goes to ember's AVX-512 kernel. Decided once per product from its
+// Whether a float32 product goes to ember's SIMD kernel. Decided once per product from its
 // sizes and transposes (never from the thread count), so a product gives the same bits every
-// time. The kernel computes 12 x 32 tiles of C, reads A in place, and must first transpose
-// ("pack") op(B) when B is stored [N, K] (gemm_avx512.cpp); Eigen packs both operands always but
-// switches to matrix-vector code for very thin products. Measured on one Zen 4 core, Eigen stays
-// ahead where
+// time. The kernel computes 12 x 32 tiles of C (6 x 16 with AVX2), reads A in place, and must
+// first transpose ("pack") op(B) when B is stored [N, K] (gemm_simd_impl.h); Eigen packs both
+// operands always but switches to matrix-vector code for very thin products. Measured on one Zen 4
+// core, Eigen stays ahead where
 //   - C has fewer than 4 columns (matrix-vector shapes, where Eigen's matrix-vector code wins);
 //   - C is one row and B must be packed: the packed B then serves a single row, and packing
 //     it costs more than the product.
@@ -100,8 +100,8 @@ bool use_own_kernel(bool trans_b, int64_t M, int64_t N) {
   if constexpr (!std::is_same_v<T, float>) {
     return false;
   } else {
-    static const bool available = sgemm_avx512_available();
-    return available && N >= 4 && (!trans_b || M >= 2);
+    // Asked per product: set_cpu_isa (kernels/base/cpu_isa.h) may switch the instruction set.
+    return sgemm_simd_available() && N >= 4 && (!trans_b || M >= 2);
   }
 }
 
@@ -110,8 +110,8 @@ bool use_own_kernel(bool trans_b, int64_t M, int64_t N) {
 // "Figures that were comments in kernels/").
 constexpr int64_t kParallelMacs = int64_t(1) << 21;
 // The rows (or columns) of C in a panel: a multiple of every SIMD width and of the own kernel's
-// 12 x 32 tile (so a panel has no ragged tiles), and large enough that packing op(B) (or op(A))
-// once per panel stays a small part of the panel's work.
+// 12- and 6-row tiles (so a panel has no ragged tiles), and large enough that packing op(B) (or
+// op(A)) once per panel stays a small part of the panel's work.
 constexpr int64_t kPanel = 96;
 
 template <typename T>
@@ -127,7 +127,7 @@ void gemm_panel(bool own_kernel, bool trans_a, bool trans_b, int64_t M, int64_t 
   }
   if constexpr (std::is_same_v<T, float>) {
     if (own_kernel) {
-      sgemm_avx512(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+      sgemm_simd(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
       return;
     }
   }

@@ -1,9 +1,11 @@
-// The CPU GEMM (kernels/cpu/gemm.h) and ember's own float32 AVX-512 kernel behind it
-// (kernels/cpu/gemm_avx512.cpp): every edge of the kernel's 12 x 32 register tile, its 256-long
-// k-blocks and 512-wide column blocks, the four transpose combinations, padded leading
-// dimensions, alpha and beta, against a double-precision reference; C outside the product is
-// never written and beta == 0 never reads C; and the sum order depends only on K, so a product
-// cut into pieces gives the same bits as the whole (what lets gemm.cpp split it across threads).
+// The CPU GEMM (kernels/cpu/gemm.h) and ember's own float32 SIMD kernel behind it
+// (kernels/cpu/gemm_simd.h), in every version this machine can run (avx512, avx2, and baseline,
+// which is Eigen: kernels/base/cpu_isa.h): every edge of the kernel's 12 x 32 or 6 x 16 register
+// tile, its 256-long k-blocks and 512-wide column blocks, the four transpose combinations,
+// padded leading dimensions, alpha and beta, against a double-precision reference; C outside the
+// product is never written and beta == 0 never reads C; and the sum order depends only on K, so
+// a product cut into pieces gives the same bits as the whole (what lets gemm.cpp split it across
+// threads), and avx512 and avx2 give the same bits.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -15,12 +17,44 @@
 #include <random>
 #include <vector>
 
+#include "kernels/base/cpu_isa.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/gemm_avx512.h"
+#include "kernels/cpu/gemm_simd.h"
 
 using namespace ember;
+using kernels::CpuIsa;
 
 namespace {
+
+// Switches the CPU kernels to one instruction set for a scope, and back to the one in use.
+struct IsaScope {
+  CpuIsa saved = kernels::cpu_isa();
+  explicit IsaScope(CpuIsa isa) { kernels::set_cpu_isa(isa); }
+  ~IsaScope() { kernels::set_cpu_isa(saved); }
+};
+
+// The instruction sets this machine can run, best first.
+std::vector<CpuIsa> runnable_isas() {
+  std::vector<CpuIsa> v;
+  for (CpuIsa isa : {CpuIsa::Avx512, CpuIsa::Avx2, CpuIsa::Baseline}) {
+    if (kernels::isa_supported(isa)) v.push_back(isa);
+  }
+  return v;
+}
+
+// The instruction sets with a SIMD kernel that this machine can run (none: the tests of the
+// kernel itself say SKIPPED).
+std::vector<CpuIsa> kernel_isas() {
+  std::vector<CpuIsa> v;
+  for (CpuIsa isa : runnable_isas()) {
+    if (isa != CpuIsa::Baseline) v.push_back(isa);
+  }
+  if (v.empty()) {
+    std::cout << "SKIPPED: this machine or build runs no SIMD GEMM kernel (x86-64 with AVX2 or "
+                 "AVX-512 and GCC or Clang); Eigen does float32 too\n";
+  }
+  return v;
+}
 
 struct Layout {
   bool ta = false, tb = false;
@@ -57,14 +91,6 @@ Layout layout(int t, int64_t M, int64_t N, int64_t K) {
   return l;
 }
 
-// True (after saying so) in a build without ember's AVX-512 kernel, whose own tests then skip.
-bool no_kernel() {
-  if (kernels::cpu::sgemm_avx512_available()) return false;
-  std::cout << "SKIPPED: this build has no AVX-512 kernel (not compiled with AVX-512F; Eigen does "
-               "float32 too)\n";
-  return true;
-}
-
 using Gemm = void (*)(const Layout&, float, const float*, const float*, float, float*);
 
 void via_gemm(const Layout& l, float alpha, const float* a, const float* b, float beta, float* c) {
@@ -73,7 +99,7 @@ void via_gemm(const Layout& l, float alpha, const float* a, const float* b, floa
 }
 void via_kernel(const Layout& l, float alpha, const float* a, const float* b, float beta,
                 float* c) {
-  kernels::cpu::sgemm_avx512(l.ta, l.tb, l.M, l.N, l.K, alpha, a, l.lda(), b, l.ldb(), beta, c,
+  kernels::cpu::sgemm_simd(l.ta, l.tb, l.M, l.N, l.K, alpha, a, l.lda(), b, l.ldb(), beta, c,
                              l.ldc());
 }
 
@@ -131,17 +157,23 @@ bool check_product(const Layout& l, float alpha, float beta, Gemm run, std::mt19
 TEST_CASE("cpu gemm: float32 products at every tile edge, transpose and k-block",
           "[gemm][matmul]") {
   std::mt19937 gen(7);
-  // Rows around the 12-row tile, columns around the 16-lane vector and 32-column tile, depths
-  // around the 16-wide transposes and the 256-long k-blocks.
-  const int64_t Ms[] = {1, 4, 11, 12, 13, 25, 64, 97};
-  const int64_t Ns[] = {1, 15, 16, 17, 31, 32, 33, 100};
-  const int64_t Ks[] = {1, 15, 16, 17, 255, 256, 257, 530};
+  // Rows around the 12-row (avx512) and 6-row (avx2) tiles, columns around the 16- and 8-lane
+  // vectors and the 32- and 16-column tiles, depths around the 16- and 8-wide transposes and the
+  // 256-long k-blocks.
+  const int64_t Ms[] = {1, 5, 7, 11, 12, 13, 25, 97};
+  const int64_t Ns[] = {1, 8, 9, 15, 17, 31, 33, 100};
+  const int64_t Ks[] = {1, 7, 16, 17, 255, 256, 257, 530};
   const float alphas[] = {1.0f, -0.5f};
   const float betas[] = {0.0f, 1.0f, 0.25f};
-  std::vector<std::pair<const char*, Gemm>> paths = {{"kernels::cpu::gemm", via_gemm}};
-  if (kernels::cpu::sgemm_avx512_available()) paths.push_back({"sgemm_avx512", via_kernel});
+  // kernels::cpu::gemm under each instruction set, and the SIMD kernel called directly.
+  std::vector<std::pair<CpuIsa, Gemm>> paths;
+  for (CpuIsa isa : runnable_isas()) paths.push_back({isa, via_gemm});
+  for (CpuIsa isa : kernel_isas()) paths.push_back({isa, via_kernel});
   int64_t cases = 0;
-  for (const auto& [name, run] : paths) {
+  for (const auto& [isa, run] : paths) {
+    IsaScope scope(isa);
+    const char* name = run == via_gemm ? "kernels::cpu::gemm" : "sgemm_simd";
+    const char* isa_name = kernels::isa_name(isa);
     for (int t = 0; t < 4; ++t) {
       for (int64_t M : Ms) {
         for (int64_t N : Ns) {
@@ -149,7 +181,7 @@ TEST_CASE("cpu gemm: float32 products at every tile edge, transpose and k-block"
             Layout l = layout(t, M, N, K);
             l.pad = (M + N + K) % 3;  // packed and padded rows alike
             const float alpha = alphas[(M + K) % 2], beta = betas[(N + K) % 3];
-            CAPTURE(name, l.ta, l.tb, M, N, K, l.pad, alpha, beta);
+            CAPTURE(name, isa_name, l.ta, l.tb, M, N, K, l.pad, alpha, beta);
             REQUIRE(check_product(l, alpha, beta, run, gen));
             ++cases;
           }
@@ -163,131 +195,204 @@ TEST_CASE("cpu gemm: float32 products at every tile edge, transpose and k-block"
 TEST_CASE("cpu gemm: wider than a 512-column block, deeper than several k-blocks",
           "[gemm][matmul]") {
   std::mt19937 gen(11);
-  for (int t = 0; t < 4; ++t) {
-    const Layout l = layout(t, 70, 1100, 600);
-    CAPTURE(l.ta, l.tb);
-    REQUIRE(check_product(l, 1.0f, 0.5f, via_gemm, gen));
-    if (kernels::cpu::sgemm_avx512_available()) {
-      REQUIRE(check_product(l, 1.0f, 0.0f, via_kernel, gen));
+  for (CpuIsa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    for (int t = 0; t < 4; ++t) {
+      const Layout l = layout(t, 70, 1100, 600);
+      CAPTURE(kernels::isa_name(isa), l.ta, l.tb);
+      REQUIRE(check_product(l, 1.0f, 0.5f, via_gemm, gen));
+      if (kernels::cpu::sgemm_simd_available()) {
+        REQUIRE(check_product(l, 1.0f, 0.0f, via_kernel, gen));
+      }
     }
   }
 }
 
-TEST_CASE("sgemm_avx512: a product cut into row and column pieces gives the same bits",
-          "[gemm][matmul]") {
-  if (no_kernel()) return;
-  std::mt19937 gen(3);
+TEST_CASE("sgemm_simd: avx512 and avx2 give the same bits", "[gemm][matmul]") {
+  // Both sum each element in the same order (one fma per k, 256-long k-blocks), whatever their
+  // register width: a model trained on either machine gets the same float32 products.
+  const std::vector<CpuIsa> isas = kernel_isas();
+  if (isas.size() < 2) {
+    std::cout << "SKIPPED: this machine runs fewer than two SIMD GEMM versions\n";
+    return;
+  }
+  std::mt19937 gen(5);
   for (int t = 0; t < 4; ++t) {
-    const Layout l = layout(t, 53, 141, 300);
-    const std::vector<float> a = random_floats(l.a_size(), gen);
-    const std::vector<float> b = random_floats(l.b_size(), gen);
-    std::vector<float> whole(static_cast<size_t>(l.c_size())), pieces(whole.size());
-    via_kernel(l, 1.0f, a.data(), b.data(), 0.0f, whole.data());
-    // Rows [0, 29) and [29, 53); within the second, columns [0, 37) and [37, 141).
-    const int64_t r = 29, q = 37;
-    const float* a_rows2 = l.ta ? a.data() + r : a.data() + r * l.lda();
-    kernels::cpu::sgemm_avx512(l.ta, l.tb, r, l.N, l.K, 1.0f, a.data(), l.lda(), b.data(), l.ldb(),
-                               0.0f, pieces.data(), l.ldc());
-    kernels::cpu::sgemm_avx512(l.ta, l.tb, l.M - r, q, l.K, 1.0f, a_rows2, l.lda(), b.data(),
-                               l.ldb(), 0.0f, pieces.data() + r * l.ldc(), l.ldc());
-    const float* b_cols2 = l.tb ? b.data() + q * l.ldb() : b.data() + q;
-    kernels::cpu::sgemm_avx512(l.ta, l.tb, l.M - r, l.N - q, l.K, 1.0f, a_rows2, l.lda(), b_cols2,
-                               l.ldb(), 0.0f, pieces.data() + r * l.ldc() + q, l.ldc());
-    CAPTURE(l.ta, l.tb);
-    int64_t differ = 0;
-    for (size_t i = 0; i < whole.size(); ++i) differ += whole[i] != pieces[i];
-    CHECK(differ == 0);
+    for (const auto& mnk : std::vector<std::array<int64_t, 3>>{
+             {1, 1, 1}, {13, 33, 7}, {64, 100, 784}, {97, 530, 300}}) {
+      Layout l = layout(t, mnk[0], mnk[1], mnk[2]);
+      l.pad = 1;
+      const std::vector<float> a = random_floats(l.a_size(), gen);
+      const std::vector<float> b = random_floats(l.b_size(), gen);
+      const std::vector<float> c0 = random_floats(l.c_size(), gen);
+      std::vector<std::vector<float>> out;
+      for (CpuIsa isa : isas) {
+        IsaScope scope(isa);
+        std::vector<float> c = c0;
+        via_kernel(l, 0.5f, a.data(), b.data(), 0.25f, c.data());
+        out.push_back(std::move(c));
+      }
+      CAPTURE(l.ta, l.tb, l.M, l.N, l.K);
+      int64_t differ = 0;
+      for (size_t i = 0; i < out[0].size(); ++i) differ += out[0][i] != out[1][i];
+      CHECK(differ == 0);
+    }
   }
 }
 
-TEST_CASE("sgemm_avx512_rows: operands given by row tables give the dense product's bits",
+TEST_CASE("cpu isa: names, and a clear refusal of an unknown one", "[gemm]") {
+  using kernels::isa_name;
+  using kernels::parse_isa;
+  for (CpuIsa isa : {CpuIsa::Baseline, CpuIsa::Avx2, CpuIsa::Avx512}) {
+    CHECK(parse_isa(isa_name(isa)) == isa);
+  }
+  CHECK_THROWS_WITH(parse_isa("avx3"), Catch::Matchers::Contains("use avx512, avx2 or baseline"));
+  CHECK(kernels::isa_supported(CpuIsa::Baseline));
+  CHECK(kernels::isa_supported(kernels::best_isa()));
+  // What the process runs: the best it can, unless EMBER_CPU_ISA chose (and the choice held).
+  CHECK(kernels::isa_supported(kernels::cpu_isa()));
+  {
+    IsaScope scope(CpuIsa::Baseline);
+    CHECK_FALSE(kernels::cpu::sgemm_simd_available());
+    CHECK(kernels::cpu::sgemm_simd_tile_rows() == 0);
+    CHECK_THROWS_WITH(kernels::cpu::transpose_simd(nullptr, 1, 1, 1, nullptr, nullptr, 1),
+                      Catch::Matchers::Contains("no SIMD GEMM kernel"));
+  }
+  for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512}) {
+    if (kernels::isa_supported(isa)) {
+      IsaScope scope(isa);
+      CHECK(kernels::cpu::sgemm_simd_tile_rows() == (isa == CpuIsa::Avx512 ? 12 : 6));
+      CHECK(kernels::cpu::sgemm_simd_tile_cols() == (isa == CpuIsa::Avx512 ? 32 : 16));
+    } else {
+      CHECK_THROWS_WITH(kernels::set_cpu_isa(isa),
+                        Catch::Matchers::Contains("what this process can run"));
+    }
+  }
+}
+
+TEST_CASE("sgemm_simd: a product cut into row and column pieces gives the same bits",
+          "[gemm][matmul]") {
+  std::mt19937 gen(3);
+  for (CpuIsa isa : kernel_isas()) {
+    IsaScope scope(isa);
+    for (int t = 0; t < 4; ++t) {
+      const Layout l = layout(t, 53, 141, 300);
+      const std::vector<float> a = random_floats(l.a_size(), gen);
+      const std::vector<float> b = random_floats(l.b_size(), gen);
+      std::vector<float> whole(static_cast<size_t>(l.c_size())), pieces(whole.size());
+      via_kernel(l, 1.0f, a.data(), b.data(), 0.0f, whole.data());
+      // Rows [0, 29) and [29, 53); within the second, columns [0, 37) and [37, 141).
+      const int64_t r = 29, q = 37;
+      const float* a_rows2 = l.ta ? a.data() + r : a.data() + r * l.lda();
+      kernels::cpu::sgemm_simd(l.ta, l.tb, r, l.N, l.K, 1.0f, a.data(), l.lda(), b.data(), l.ldb(),
+                               0.0f, pieces.data(), l.ldc());
+      kernels::cpu::sgemm_simd(l.ta, l.tb, l.M - r, q, l.K, 1.0f, a_rows2, l.lda(), b.data(),
+                               l.ldb(), 0.0f, pieces.data() + r * l.ldc(), l.ldc());
+      const float* b_cols2 = l.tb ? b.data() + q * l.ldb() : b.data() + q;
+      kernels::cpu::sgemm_simd(l.ta, l.tb, l.M - r, l.N - q, l.K, 1.0f, a_rows2, l.lda(), b_cols2,
+                               l.ldb(), 0.0f, pieces.data() + r * l.ldc() + q, l.ldc());
+      CAPTURE(kernels::isa_name(isa), l.ta, l.tb);
+      int64_t differ = 0;
+      for (size_t i = 0; i < whole.size(); ++i) differ += whole[i] != pieces[i];
+      CHECK(differ == 0);
+    }
+  }
+}
+
+TEST_CASE("sgemm_simd_rows: operands given by row tables give the dense product's bits",
           "[gemm][matmul][conv2d]") {
   // kernels/cpu/conv.cpp's implicit convolution hands the kernel A or B as rows scattered
   // through a tensor. The rows here lie in shuffled order in a larger buffer, overlapping and
   // some before the base pointer (negative offsets); the result must be the bits of the same
   // product on dense copies, whose sum order is the same.
-  if (no_kernel()) return;
   std::mt19937 gen(11);
   const std::vector<std::array<int64_t, 3>> sizes = {
       {1, 1, 1}, {13, 33, 7}, {12, 32, 256}, {25, 47, 300}, {40, 100, 530}, {7, 530, 17}};
-  for (const auto& mnk : sizes) {
-    for (int t = 0; t < 4; ++t) {
-      const bool a_table = t & 1, tb = t & 2;
-      const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
-      // Stored B: K rows of N (no trans_b) or N rows of K (trans_b); each row `len` long.
-      const int64_t b_count = tb ? N : K, b_len = tb ? K : N;
-      const int64_t spread = 3;  // rows start at random multiples of 5 in a buffer this many
-                                 // rows long (so neighbours overlap)
-      const std::vector<float> pool_a = random_floats((M + 1) * spread * K + K, gen);
-      const std::vector<float> pool_b = random_floats((b_count + 1) * spread * b_len + b_len, gen);
-      auto table = [&](int64_t count, int64_t len, int64_t pool) {
-        std::uniform_int_distribution<int64_t> start(0, (pool - len) / 5);
-        std::vector<int64_t> rows(static_cast<size_t>(count));
-        for (int64_t& r : rows) r = 5 * start(gen) - pool / 2;  // relative to the pool's middle
-        return rows;
-      };
-      const std::vector<int64_t> a_rows = table(M, K, static_cast<int64_t>(pool_a.size()));
-      const std::vector<int64_t> b_rows =
-          table(b_count, b_len, static_cast<int64_t>(pool_b.size()));
-      const float* a_base = pool_a.data() + pool_a.size() / 2;
-      const float* b_base = pool_b.data() + pool_b.size() / 2;
-      // Dense copies: A [M, K], stored B [b_count, b_len].
-      std::vector<float> a_dense(static_cast<size_t>(M * K));
-      std::vector<float> b_dense(static_cast<size_t>(b_count * b_len));
-      for (int64_t i = 0; i < M; ++i)
-        std::copy(a_base + a_rows[i], a_base + a_rows[i] + K, a_dense.begin() + i * K);
-      for (int64_t r = 0; r < b_count; ++r)
-        std::copy(b_base + b_rows[r], b_base + b_rows[r] + b_len, b_dense.begin() + r * b_len);
-      const std::vector<float> c0 = random_floats(M * N, gen);
-      for (float beta : {0.0f, 1.0f}) {
-        std::vector<float> want = c0, got = c0;
-        kernels::cpu::sgemm_avx512(false, tb, M, N, K, 0.5f, a_dense.data(), K, b_dense.data(),
+  for (CpuIsa isa : kernel_isas()) {
+    IsaScope scope(isa);
+    for (const auto& mnk : sizes) {
+      for (int t = 0; t < 4; ++t) {
+        const bool a_table = t & 1, tb = t & 2;
+        const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
+        // Stored B: K rows of N (no trans_b) or N rows of K (trans_b); each row `len` long.
+        const int64_t b_count = tb ? N : K, b_len = tb ? K : N;
+        const int64_t spread = 3;  // rows start at random multiples of 5 in a buffer this many
+                                   // rows long (so neighbours overlap)
+        const std::vector<float> pool_a = random_floats((M + 1) * spread * K + K, gen);
+        const std::vector<float> pool_b =
+            random_floats((b_count + 1) * spread * b_len + b_len, gen);
+        auto table = [&](int64_t count, int64_t len, int64_t pool) {
+          std::uniform_int_distribution<int64_t> start(0, (pool - len) / 5);
+          std::vector<int64_t> rows(static_cast<size_t>(count));
+          for (int64_t& r : rows) r = 5 * start(gen) - pool / 2;  // relative to the pool's middle
+          return rows;
+        };
+        const std::vector<int64_t> a_rows = table(M, K, static_cast<int64_t>(pool_a.size()));
+        const std::vector<int64_t> b_rows =
+            table(b_count, b_len, static_cast<int64_t>(pool_b.size()));
+        const float* a_base = pool_a.data() + pool_a.size() / 2;
+        const float* b_base = pool_b.data() + pool_b.size() / 2;
+        // Dense copies: A [M, K], stored B [b_count, b_len].
+        std::vector<float> a_dense(static_cast<size_t>(M * K));
+        std::vector<float> b_dense(static_cast<size_t>(b_count * b_len));
+        for (int64_t i = 0; i < M; ++i)
+          std::copy(a_base + a_rows[i], a_base + a_rows[i] + K, a_dense.begin() + i * K);
+        for (int64_t r = 0; r < b_count; ++r)
+          std::copy(b_base + b_rows[r], b_base + b_rows[r] + b_len, b_dense.begin() + r * b_len);
+        const std::vector<float> c0 = random_floats(M * N, gen);
+        for (float beta : {0.0f, 1.0f}) {
+          std::vector<float> want = c0, got = c0;
+          kernels::cpu::sgemm_simd(false, tb, M, N, K, 0.5f, a_dense.data(), K, b_dense.data(),
                                    b_len, beta, want.data(), N);
-        kernels::cpu::sgemm_avx512_rows(false, tb, M, N, K, 0.5f,
-                                        a_table ? a_base : a_dense.data(), K,
-                                        a_table ? a_rows.data() : nullptr, b_base, 0,
+          kernels::cpu::sgemm_simd_rows(false, tb, M, N, K, 0.5f, a_table ? a_base : a_dense.data(),
+                                        K, a_table ? a_rows.data() : nullptr, b_base, 0,
                                         b_rows.data(), beta, got.data(), N);
-        CAPTURE(M, N, K, a_table, tb, beta);
-        int64_t differ = 0;
-        for (size_t i = 0; i < want.size(); ++i) differ += want[i] != got[i];
-        CHECK(differ == 0);
+          CAPTURE(kernels::isa_name(isa), M, N, K, a_table, tb, beta);
+          int64_t differ = 0;
+          for (size_t i = 0; i < want.size(); ++i) differ += want[i] != got[i];
+          CHECK(differ == 0);
+        }
       }
     }
   }
-  CHECK_THROWS_WITH(kernels::cpu::sgemm_avx512_rows(true, false, 1, 1, 1, 1.0f, nullptr, 1,
+  if (kernel_isas().empty()) return;
+  CHECK_THROWS_WITH(kernels::cpu::sgemm_simd_rows(true, false, 1, 1, 1, 1.0f, nullptr, 1,
                                                     std::vector<int64_t>{0}.data(), nullptr, 0,
                                                     nullptr, 0.0f, nullptr, 1),
                     Catch::Matchers::Contains("trans_a = false"));
 }
 
-TEST_CASE("transpose_avx512: every edge of its 16 x 16 blocks, with and without an added value",
+TEST_CASE("transpose_simd: every edge of its 16 x 16 or 8 x 8 blocks, with and without an "
+          "added value",
           "[gemm][conv2d]") {
-  if (no_kernel()) return;
   std::mt19937 gen(12);
-  for (int64_t rows : {1, 5, 16, 17, 33, 100}) {
-    for (int64_t cols : {1, 15, 16, 31, 48, 361}) {
-      const int64_t lds = cols + 3, ldd = rows + 5;
-      const std::vector<float> src = random_floats(rows * lds, gen);
-      for (bool with_add : {false, true}) {
-        const float add = 0.25f;
-        std::vector<float> dst(static_cast<size_t>(cols * ldd), -7.0f);
-        kernels::cpu::transpose_avx512(src.data(), lds, rows, cols, with_add ? &add : nullptr,
+  for (CpuIsa isa : kernel_isas()) {
+    IsaScope scope(isa);
+    for (int64_t rows : {1, 5, 8, 9, 16, 17, 33, 100}) {
+      for (int64_t cols : {1, 7, 15, 16, 31, 48, 361}) {
+        const int64_t lds = cols + 3, ldd = rows + 5;
+        const std::vector<float> src = random_floats(rows * lds, gen);
+        for (bool with_add : {false, true}) {
+          const float add = 0.25f;
+          std::vector<float> dst(static_cast<size_t>(cols * ldd), -7.0f);
+          kernels::cpu::transpose_simd(src.data(), lds, rows, cols, with_add ? &add : nullptr,
                                        dst.data(), ldd);
-        CAPTURE(rows, cols, with_add);
-        int64_t wrong = 0, touched = 0;
-        for (int64_t j = 0; j < cols; ++j) {
-          for (int64_t i = 0; i < ldd; ++i) {
-            const float got = dst[j * ldd + i];
-            if (i >= rows) {
-              touched += got != -7.0f;  // the padding of dst's rows is never written
-              continue;
+          CAPTURE(kernels::isa_name(isa), rows, cols, with_add);
+          int64_t wrong = 0, touched = 0;
+          for (int64_t j = 0; j < cols; ++j) {
+            for (int64_t i = 0; i < ldd; ++i) {
+              const float got = dst[j * ldd + i];
+              if (i >= rows) {
+                touched += got != -7.0f;  // the padding of dst's rows is never written
+                continue;
+              }
+              const float want = with_add ? src[i * lds + j] + add : src[i * lds + j];
+              wrong += got != want;
             }
-            const float want = with_add ? src[i * lds + j] + add : src[i * lds + j];
-            wrong += got != want;
           }
+          CHECK(wrong == 0);
+          CHECK(touched == 0);
         }
-        CHECK(wrong == 0);
-        CHECK(touched == 0);
       }
     }
   }
