@@ -621,8 +621,8 @@ void CyclicLR::fields(detail::SchedulerFields& f) {
   f.numbers("max_lrs", max_lrs_);
   f.number("total_size", total_size_);
   f.number("step_ratio", step_ratio_);
-  f.integer("mode_index",
-            mode_);  // PyTorch's "mode" string: 0 triangular, 1 triangular2, 2 exp_range
+  // PyTorch's "mode" string, as a number: 0 triangular, 1 triangular2, 2 exp_range.
+  f.integer("mode_index", mode_);
   f.number("gamma", gamma_);
   f.flag("cycle_momentum", cycle_momentum_);
   f.numbers("base_momentums", base_momentums_);
