@@ -291,12 +291,14 @@ void fill(DType dtype, const StridedLoop<1>& L, void* out, double value) {
   });
 }
 
-// Each value in double, then converted by copy(): exactly what a tensor made from host doubles
-// holds, which is what arange gave before it had a kernel of its own.
+// Each value in double, start + i * step with one rounding (std::fma: the same on every CPU and
+// in the CUDA kernel, whatever the compiler would contract), then converted by copy(): exactly
+// what a tensor made from those host doubles holds.
 void arange(DType dtype, void* out, int64_t n, double start, double step) {
   if (n <= 0) return;
   std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + static_cast<double>(i) * step;
+  for (int64_t i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] = std::fma(static_cast<double>(i), step, start);
   StridedLoop<2> L;
   L.ndim = 1;
   L.numel = n;

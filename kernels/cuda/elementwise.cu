@@ -30,8 +30,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "kernels/cuda/launch.cuh"
 #include "kernels/base/scalar_math.h"
+#include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace ember::kernels::cuda {
 
@@ -71,18 +72,9 @@ __host__ __device__ inline To convert(From x) {
 }
 
 // ---- device math in the element type -------------------------------------------------------
-// The precise CUDA functions (expf for float, exp for double, ...), never the __expf-style
-// intrinsics: the same functions std::exp(float) / std::exp(double) pick on the CPU.
-__device__ inline float exp_t(float x) { return expf(x); }
-__device__ inline double exp_t(double x) { return exp(x); }
-__device__ inline float log_t(float x) { return logf(x); }
-__device__ inline double log_t(double x) { return log(x); }
-__device__ inline float sqrt_t(float x) { return sqrtf(x); }
-__device__ inline double sqrt_t(double x) { return sqrt(x); }
-__device__ inline float tanh_t(float x) { return tanhf(x); }
-__device__ inline double tanh_t(double x) { return tanh(x); }
-__device__ inline float pow_t(float x, float p) { return powf(x, p); }
-__device__ inline double pow_t(double x, double p) { return pow(x, p); }
+// exp_t, log_t, sqrt_t, tanh_t, pow_t: CUDA's precise functions in the element type
+// (kernels/cuda/device_math.cuh), the ones std::exp(float) / std::exp(double) pick on the CPU.
+using namespace cuda_math;
 __device__ inline float abs_t(float x) { return fabsf(x); }
 __device__ inline double abs_t(double x) { return fabs(x); }
 
@@ -132,9 +124,9 @@ struct UnaryFn {
       const double xd = static_cast<double>(x);
       switch (op) {
         case UnaryOp::Neg: return wrapping_neg(x);
-        case UnaryOp::Exp: return convert<T>(exp(xd));
-        case UnaryOp::Log: return convert<T>(log(xd));
-        case UnaryOp::Sqrt: return convert<T>(sqrt(xd));
+        case UnaryOp::Exp: return convert<T>(exp_t(xd));
+        case UnaryOp::Log: return convert<T>(log_t(xd));
+        case UnaryOp::Sqrt: return convert<T>(sqrt_t(xd));
         case UnaryOp::Abs:
           if constexpr (std::is_signed_v<T>) return x < T(0) ? wrapping_neg(x) : x;
           else return x;
@@ -142,8 +134,8 @@ struct UnaryFn {
           if constexpr (std::is_signed_v<T>) return static_cast<T>((T(0) < x) - (x < T(0)));
           else return static_cast<T>(x > T(0) ? 1 : 0);
         case UnaryOp::Relu: return x > T(0) ? x : T(0);
-        case UnaryOp::Sigmoid: return convert<T>(1.0 / (1.0 + exp(-xd)));
-        case UnaryOp::Tanh: return convert<T>(tanh(xd));
+        case UnaryOp::Sigmoid: return convert<T>(1.0 / (1.0 + exp_t(-xd)));
+        case UnaryOp::Tanh: return convert<T>(tanh_t(xd));
         case UnaryOp::Pow: return int_pow(x, static_cast<int64_t>(param));
         case UnaryOp::Square: return wrapping_mul(x, x);
       }
@@ -458,13 +450,16 @@ void launch_elementwise(const StridedLoop<1 + sizeof...(In)>& L, const F& f, Out
   }
 }
 
-// arange: out[i] = start + i * step for i in [0, n), computed in double and converted, as the
-// CPU factory does. One thread per element per step (grid-stride); consecutive threads write
-// consecutive elements, so the stores are coalesced. No loads, no shared memory.
+// arange: out[i] = start + i * step for i in [0, n), computed in double as one fused
+// multiply-add and converted, exactly as the CPU kernel does. (Written as `start + i * step`,
+// nvcc would fuse it and a CPU compiler might or might not: fma() makes the one rounding the
+// kernel's choice on every device.) One thread per element per step (grid-stride); consecutive
+// threads write consecutive elements, so the stores are coalesced. No loads, no shared memory.
 template <typename T>
 __global__ void __launch_bounds__(kBlock)
     arange_kernel(T* out, int64_t n, double start, double step) {
-  for (const int64_t i : grid_stride(n)) out[i] = convert<T>(start + static_cast<double>(i) * step);
+  for (const int64_t i : grid_stride(n))
+    out[i] = convert<T>(fma(static_cast<double>(i), step, start));
 }
 
 // The unsigned word type of T's size: pure data movement (where, same-dtype copies, fills)

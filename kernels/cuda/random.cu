@@ -19,8 +19,9 @@
 //  * randint: integer arithmetic only (64 random bits modulo the range): bit-identical.
 #include "kernels/random.h"
 
-#include "kernels/cuda/launch.cuh"
 #include "kernels/base/philox.h"
+#include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace ember::kernels::cuda {
 
@@ -59,7 +60,8 @@ __global__ void normal_kernel(T* __restrict__ out, int64_t n, uint64_t seed, uin
     const Philox4 r = philox4x32(seed, offset + static_cast<uint64_t>(i), 0);
     const double u1 = 1.0 - uniform_double(r.v[0], r.v[1]);
     const double u2 = uniform_double(r.v[2], r.v[3]);
-    const double z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+    const double radius = cuda_math::sqrt_t(-2.0 * cuda_math::log_t(u1));
+    const double z = radius * cuda_math::cos_t(6.283185307179586 * u2);
     out[i] = static_cast<T>(fma(stddev, z, mean));
   }
 }

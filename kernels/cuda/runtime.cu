@@ -229,6 +229,41 @@ bool device_supported(int index, const char** why) {
   return answers[index] == 1;
 }
 
+namespace {
+
+// The device whose memory holds p (-1: not device memory).
+int device_of_pointer(const void* p) {
+#ifdef EMBER_CUDA_EMULATED
+  return ::ember::emu::device_of_address(p);
+#else
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return attr.type == cudaMemoryTypeDevice ? attr.device : -1;
+#endif
+}
+
+// Makes the current stream of `waiter` wait for the work queued so far on the current stream of
+// `producer` (two devices: an event between them).
+void order_devices(int waiter, int producer) {
+  cudaEvent_t done = nullptr;
+  {
+    DeviceGuard guard(producer);
+    EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    const cudaError_t err = cudaEventRecord(done, stream());
+    if (err != cudaSuccess) cudaEventDestroy(done);
+    EMBER_CUDA_CHECK(err);
+  }
+  DeviceGuard guard(waiter);
+  const cudaError_t err = cudaStreamWaitEvent(stream(), done, 0);
+  cudaEventDestroy(done);  // released once it has completed; the wait stays in place
+  EMBER_CUDA_CHECK(err);
+}
+
+}  // namespace
+
 void copy_bytes(void* dst, const void* src, size_t n, CopyKind kind, int device,
                 bool non_blocking) {
   if (n == 0) return;
@@ -250,8 +285,21 @@ void copy_bytes(void* dst, const void* src, size_t n, CopyKind kind, int device,
   // Unified addressing lets the runtime tell host from device pointers (cudaMemcpyDefault), and
   // a copy between two GPUs goes peer to peer. The copy is queued on the GPU's stream, behind the
   // kernels that produce its source; the caller names the GPU (the source's, when both are).
+  //
+  // A copy between two GPUs runs on the source's stream, but the destination's stream is where
+  // its result is used, and where the caching allocator may have handed the destination's block
+  // over while kernels queued earlier still use it. So the copy waits for the destination's work
+  // so far, and the destination's stream waits for the copy (the emulator's asynchronous mode
+  // showed DataParallel's scatter and gather reading their copies before they had landed).
+  const int dst_device = kind == CopyKind::DeviceToDevice ? device_of_pointer(dst) : device;
+  const bool across = dst_device >= 0 && dst_device != device;
+  if (across) order_devices(device, dst_device);
+  {
+    DeviceGuard guard(device);
+    EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, stream()));
+  }
+  if (across) order_devices(dst_device, device);
   DeviceGuard guard(device);
-  EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, stream()));
   // A device-to-device copy stays asynchronous like any kernel. A copy that involves the host
   // waits, unless the caller asked for non_blocking (which Tensor::to only passes with pinned
   // host memory): the host may read or reuse its buffer as soon as this returns.

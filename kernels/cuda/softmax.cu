@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace ember::kernels::cuda {
@@ -27,8 +28,9 @@ constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kRowWarps = 8;            // warps per block of the row kernels (256 threads)
 constexpr int64_t kWarpRowMax = 1024;   // rows up to this length: one warp each (<= 32 per lane)
 
-__device__ inline float exp_t(float x) { return expf(x); }
-__device__ inline double exp_t(double x) { return exp(x); }
+// exp_t, log_t: CUDA's precise expf / exp and logf / log in the element type
+// (kernels/cuda/device_math.cuh).
+using namespace cuda_math;
 
 // a * b rounded on its own: never contracted into a fused multiply-add with a following
 // addition, so `c - mul_rn(a, b)` rounds twice, as written (and as the CPU computes it).
@@ -117,7 +119,7 @@ __global__ void __launch_bounds__(kWarp * kRowWarps)
       for (int64_t j = w.j_first; j < D; j += w.j_step)
         yr[j] = static_cast<T>(exp_t(xr[j] - m) * inv);
     } else {
-      const double ls = ::log(s);
+      const double ls = log_t(s);
       for (int64_t j = w.j_first; j < D; j += w.j_step) yr[j] = static_cast<T>((xr[j] - m) - ls);
     }
   }
@@ -144,7 +146,7 @@ __global__ void __launch_bounds__(kBlock)
       const double inv = 1.0 / s;
       for (int64_t j = 0; j < D; ++j) yc[j * inner] = static_cast<T>(exp_t(xc[j * inner] - m) * inv);
     } else {
-      const double ls = ::log(s);
+      const double ls = log_t(s);
       for (int64_t j = 0; j < D; ++j) yc[j * inner] = static_cast<T>((xc[j * inner] - m) - ls);
     }
   }

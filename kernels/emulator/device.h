@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "kernels/emulator/gpu_math.h"
 #include "kernels/emulator/runtime_api.h"
 
 // ---- qualifiers ----------------------------------------------------------------------------------
@@ -225,22 +226,62 @@ inline T __ldg(const T* p) {
 }
 
 // ---- IEEE arithmetic with a named rounding ------------------------------------------------------
-// The emulation build compiles kernels with -ffp-contract=off, so every + - * / below rounds once,
-// to nearest even, exactly as the _rn intrinsic does on a GPU; fmaf / fma round once for the
-// fused operation. (On a GPU, nvcc contracts a plain a * b + c into one fma by default; the
-// emulator never does. Kernels that must round twice say so with __fmul_rn, as ember's do.)
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fsub_rn(float a, float b) { return a - b; }
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline float __fdiv_rn(float a, float b) { return a / b; }
-inline float __frcp_rn(float a) { return 1.0f / a; }
+// On a GPU, nvcc contracts a plain a * b + c into one fused multiply-add (one rounding) by default,
+// but never an _rn intrinsic: __fmul_rn(a, b) + c rounds twice. The emulation build contracts
+// as nvcc does when EMBER_EMULATOR_FMA is on (GCC's -ffp-contract=fast, CMakeLists.txt), so the
+// intrinsics below hide their operands and results from the optimizer (EMBER_EMU_FP_BARRIER:
+// an empty asm that claims to change the value in its register) and every one of them rounds
+// once, on its own, as on the GPU. fmaf / fma and __fmaf_rn / __fma_rn round once for the fused
+// operation.
+#if defined(__x86_64__) || defined(__i386__)
+#define EMBER_EMU_FP_BARRIER(v) asm("" : "+x"(v))
+#elif defined(__aarch64__)
+#define EMBER_EMU_FP_BARRIER(v) asm("" : "+w"(v))
+#else
+#define EMBER_EMU_FP_BARRIER(v) \
+  do {                          \
+    volatile auto opaque_ = v;  \
+    v = opaque_;                \
+  } while (0)
+#endif
+namespace ember::emu {
+template <typename T, typename Op>
+inline T rounded_once(T a, T b, Op op) {
+  EMBER_EMU_FP_BARRIER(a);
+  EMBER_EMU_FP_BARRIER(b);
+  T r = op(a, b);
+  EMBER_EMU_FP_BARRIER(r);
+  return r;
+}
+}  // namespace ember::emu
+inline float __fadd_rn(float a, float b) {
+  return ::ember::emu::rounded_once(a, b, [](float x, float y) { return x + y; });
+}
+inline float __fsub_rn(float a, float b) {
+  return ::ember::emu::rounded_once(a, b, [](float x, float y) { return x - y; });
+}
+inline float __fmul_rn(float a, float b) {
+  return ::ember::emu::rounded_once(a, b, [](float x, float y) { return x * y; });
+}
+inline float __fdiv_rn(float a, float b) {
+  return ::ember::emu::rounded_once(a, b, [](float x, float y) { return x / y; });
+}
+inline float __frcp_rn(float a) { return __fdiv_rn(1.0f, a); }
 inline float __fsqrt_rn(float a) { return std::sqrt(a); }
 inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
-inline double __dadd_rn(double a, double b) { return a + b; }
-inline double __dsub_rn(double a, double b) { return a - b; }
-inline double __dmul_rn(double a, double b) { return a * b; }
-inline double __ddiv_rn(double a, double b) { return a / b; }
-inline double __drcp_rn(double a) { return 1.0 / a; }
+inline double __dadd_rn(double a, double b) {
+  return ::ember::emu::rounded_once(a, b, [](double x, double y) { return x + y; });
+}
+inline double __dsub_rn(double a, double b) {
+  return ::ember::emu::rounded_once(a, b, [](double x, double y) { return x - y; });
+}
+inline double __dmul_rn(double a, double b) {
+  return ::ember::emu::rounded_once(a, b, [](double x, double y) { return x * y; });
+}
+inline double __ddiv_rn(double a, double b) {
+  return ::ember::emu::rounded_once(a, b, [](double x, double y) { return x / y; });
+}
+inline double __drcp_rn(double a) { return __ddiv_rn(1.0, a); }
 inline double __dsqrt_rn(double a) { return std::sqrt(a); }
 inline double __fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
 
@@ -348,19 +389,25 @@ void enter_kernel_code();
 enum class LaunchDisposition {
   Run,      // the stream runs work: launch now
   Record,   // the stream captures: record the launch as a node of its graph
+  Queue,    // the asynchronous mode (EMBER_EMULATOR_ASYNC): queue it; a worker runs it later
   Refused,  // forbidden (the legacy stream while a blocking stream captures): the error is set
 };
 LaunchDisposition launch_disposition(const LaunchConfig& config);
 // Appends a kernel node to the capture of config.stream; `replay(stream)` runs the kernel on the
 // stream a graph launch names. (If the capture ended meanwhile, the launch runs now.)
 void record_launch(const LaunchConfig& config, std::function<cudaError_t(cudaStream_t)> replay);
+// The asynchronous mode (kernels/emulator/async.cpp): checks the configuration now (a bad one is
+// this thread's last error at once, as on a GPU) and queues `run` on config.stream; a fault of
+// the kernel becomes the device's sticky error when the worker runs it.
+void queue_launch(const LaunchConfig& config, std::function<cudaError_t()> run);
 
 // EMBER_LAUNCH(grid, block, shared, stream, kernel)(args...) in the emulation build: the
 // arguments are copied once at the launch (a GPU copies them into the kernel's parameter
 // space), then every CUDA thread calls the kernel with them (its by-value parameters are its
 // own copies, on its own stack). On a capturing stream the launch is recorded instead: the node
 // keeps its own copy of the arguments, by value, as a kernel node of a CUDA graph does, and
-// every replay runs the kernel with that copy.
+// every replay runs the kernel with that copy. In the asynchronous mode the launch is queued on
+// its stream with such a copy, and the emulator's worker thread runs it later.
 template <typename Call>
 class Launcher {
  public:
@@ -381,6 +428,14 @@ class Launcher {
           on.stream = s;
           return run(on, call, *params);
         });
+        return;
+      }
+      case LaunchDisposition::Queue: {
+        // Like a recorded launch: the queued kernel keeps its own copy of the arguments.
+        auto params = std::make_shared<Params>(std::move(args)...);
+        const Call call = call_;
+        const LaunchConfig config = config_;
+        queue_launch(config_, [call, params, config]() { return run(config, call, *params); });
         return;
       }
       case LaunchDisposition::Run:

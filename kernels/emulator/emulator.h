@@ -111,9 +111,39 @@ struct StrideCoverage {
   int64_t blocks = 0;
   int64_t no_loop = 0;     // blocks that reached no grid_stride loop (an exact grid's kernel)
   int64_t passes[4] = {};  // blocks by passes: 0, 1, 2, 3 or more
+  int64_t max_threads = 0;         // the largest block launched from this site
+  int64_t max_dynamic_shared = 0;  // the most dynamic shared memory, in bytes
 };
 std::vector<StrideCoverage> stride_coverage();  // sorted by site
 std::string coverage_table();
+// The launch configurations (EMBER_EMULATOR_LAUNCHES=FILE appends it at exit): one tab-separated
+// line per launch site, "kernel, site, launches, largest block, most dynamic shared memory,
+// 1 if that needed cudaFuncSetAttribute's opt-in". scripts/check-launch-resources checks them
+// against the registers and static shared memory nvcc gives each kernel (docs/emulator.md,
+// "Launch resources"): what a GPU refuses and the emulator cannot know.
+std::string launch_table();
+
+// ---- the asynchronous mode: streams that run later ---------------------------------------------
+// EMBER_EMULATOR_ASYNC=1 (docs/emulator.md, kernels/emulator/async.cpp): kernel launches, copies,
+// memsets, event records and graph launches are queued on their stream and run later, in stream
+// order, on a worker thread, only when a synchronizing call or a query needs them. Queries answer
+// cudaErrorNotReady while work is pending, a kernel's fault becomes the device's sticky error, and
+// a host access to pinned memory that a queued copy still uses is reported. 0: off (the default).
+bool async_streams();
+// Turns the mode on or off for what follows (tests); turning it off first waits for the queues.
+void set_async_streams(bool on);
+// The sticky error queued work left on a device (0: none): every later call on that device
+// returns it, as on a GPU, where only a new process recovers. clear_device_errors() is the
+// emulator's stand-in for that new process (the test suite calls it between test cases).
+int device_error(int device);
+void clear_device_errors();
+// Counters of the mode since the program started.
+struct AsyncStats {
+  int64_t queued = 0;               // operations queued
+  int64_t not_ready = 0;            // queries answered cudaErrorNotReady
+  int64_t host_access_reports = 0;  // host accesses to memory a queued copy still used
+};
+AsyncStats async_stats();
 
 // ---- counting a kernel's memory traffic -------------------------------------------------------
 // While counting is on, every load and store a kernel's own code makes is counted, per CUDA
@@ -148,6 +178,10 @@ void reset_access_counts();
 // the CUDA driver reads it: comma-separated indices; the list ends at the first entry that is not
 // a valid index not listed before ("-1", "", "x" hide everything after them). Exposed for tests.
 std::vector<int> parse_visible_devices(const std::string& value, int physical);
+
+// The emulated device whose memory holds `p`, or -1 (the emulation build's answer to
+// cudaPointerGetAttributes, for kernels/cuda/runtime.cu's copies between devices).
+int device_of_address(const void* p);
 
 // ---- for ember's caching allocator (kernels/cuda/allocator.cu) ----------------------------------
 // The allocator keeps cudaMalloc'd blocks after their tensor dies and hands them out again, so on

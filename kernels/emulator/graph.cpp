@@ -222,8 +222,9 @@ LaunchDisposition launch_disposition(const LaunchConfig& config) {
   {
     std::lock_guard<std::mutex> cl(g_captures_mu);
     if (s.capture == nullptr && !(is_legacy(s) && blocking_capture_on(s.device) != nullptr))
-      return LaunchDisposition::Run;
+      return async_mode() ? LaunchDisposition::Queue : LaunchDisposition::Run;
   }
+  if (s.capture == nullptr && async_mode()) return LaunchDisposition::Queue;
   if (s.capture != nullptr) {
     std::string why;
     const cudaError_t bad = check_config(config, &why);
@@ -284,7 +285,7 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mo
                    "capturing: end that capture first");
     return fail(cudaErrorIllegalState);
   }
-  drain(s);  // copies queued before the capture are not part of it
+  if (!async_mode()) drain(s);  // copies deferred before the capture are not part of it
   auto* c = new Capture();
   c->origin = &s;
   c->mode = mode;
@@ -383,6 +384,15 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   if (e == kRecorded) return cudaSuccess;
   if (e != cudaSuccess) return fail(e);
   count_graph_launch();
+  if (async_mode()) {  // the whole replay is one operation of the stream
+    if (const cudaError_t sticky = sticky_error(s.device); sticky != cudaSuccess) {
+      adopt_report(sticky_report(s.device));
+      return fail(sticky);
+    }
+    enqueue(s, "cudaGraphLaunch of " + child.what, __builtin_return_address(0),
+            [nodes, stream] { return replay(*nodes, stream); });
+    return cudaSuccess;
+  }
   drain(s);
   const cudaError_t r = replay(*nodes, stream);
   return r == cudaSuccess ? cudaSuccess : fail(r);

@@ -4,6 +4,7 @@
 //
 //   runtime.cpp    devices, memory, copies, streams, events, errors: the CUDA runtime API
 //   graph.cpp      stream capture, graphs, and the calls a capture forbids
+//   async.cpp      the asynchronous mode: per-stream queues and the worker that runs them
 //   scheduler.cpp  worker threads, blocks, fibers, barriers, warp collectives, launches
 //   checks.cpp     the memory-access hooks and memcheck / racecheck / initcheck, the reports
 //   atomics.cpp    atomicAdd and friends
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -57,8 +59,10 @@ struct Block {
 // the pages that are used take memory.
 class Arena {
  public:
-  // An arena over [base, base + capacity), its shadow at `shadow` (both already reserved).
-  Arena(char* base, uint8_t* shadow, size_t capacity);
+  // An arena over [base, base + capacity), its shadow at `shadow` (both already reserved). Blocks
+  // start and end at multiples of `align` (cudaMalloc's 256 bytes; a page for pinned memory, so
+  // that the asynchronous mode can guard one block's pages without touching another's).
+  Arena(char* base, uint8_t* shadow, size_t capacity, size_t align = 256);
   char* base() const { return base_; }
   size_t capacity() const { return capacity_; }
   uint8_t* shadow() const { return shadow_; }
@@ -78,9 +82,11 @@ class Arena {
 
  private:
   void return_to_free_list(uintptr_t begin, size_t span);
+  size_t span_of(size_t n) const;  // a block of n bytes and its redzone
   char* base_ = nullptr;
   uint8_t* shadow_ = nullptr;
   size_t capacity_ = 0;
+  size_t align_ = 256;
   size_t used_ = 0;
   std::map<uintptr_t, size_t> free_;                 // begin -> length, coalesced
   std::map<uintptr_t, Block> blocks_;                // live and quarantined blocks
@@ -104,6 +110,7 @@ struct PendingCopy {
 };
 
 struct Capture;
+struct AsyncStream;  // a stream's queue in the asynchronous mode (async.cpp)
 
 struct Stream {
   int device = 0;
@@ -111,6 +118,7 @@ struct Stream {
   std::vector<PendingCopy> pending;  // deferred copies that involve pinned host memory
   double last_done_ms = 0;           // when the stream last drained
   Capture* capture = nullptr;        // the capture sequence recording this stream's work, if any
+  std::shared_ptr<AsyncStream> async;  // its queue in the asynchronous mode (made on first use)
 };
 
 // One piece of recorded work: a kernel launch with its own copy of the arguments, a copy, a
@@ -195,6 +203,47 @@ double now_ms();
 
 // Records a report as this host thread's last one and prints it (unless quiet).
 void publish_report(const std::string& report);
+// The same for a report that belongs to no failing call (a host access the asynchronous mode
+// saw): it becomes last_report(), but no DeviceError's message.
+void publish_warning(const std::string& report);
+// Makes `report` this host thread's last and pending report without printing it again (a
+// sticky error's report, printed when the worker met it, handed to each call that returns it).
+void adopt_report(const std::string& report);
+void set_current_device_index(int device);
+
+// ---- the asynchronous mode (async.cpp) -----------------------------------------------------------
+// EMBER_EMULATOR_ASYNC=1: launches, copies, memsets, event records and graph launches are queued
+// per stream and run later, in stream order, on one worker thread (see async.cpp).
+bool async_mode();
+bool on_async_worker();  // this CPU thread is the worker (it never waits for the queues)
+// A point in a stream's order: "its first `seq` operations have run".
+struct StreamPoint {
+  std::shared_ptr<AsyncStream> stream;
+  uint64_t seq = 0;
+};
+// A host range a queued copy still uses: the host may not write it, and may not read it either
+// unless host_may_read (the copy only reads it).
+struct HostRange {
+  const void* p;
+  size_t bytes;
+  bool host_may_read;
+};
+// Queues `run` on stream s (after everything queued on s, and, by the legacy stream's rules,
+// after the other streams' work it waits for, and after `waits`). `what` names it in reports,
+// `pc` is the host call that queued it (nullptr: `what` says where). Returns the point after it.
+StreamPoint enqueue(Stream& s, std::string what, const void* pc, std::function<cudaError_t()> run,
+                    std::vector<StreamPoint> waits = {}, std::vector<HostRange> guards = {});
+StreamPoint tail_of(Stream& s);       // the point after everything queued on s so far
+bool reached(const StreamPoint& p);   // has it all run?
+void request(const StreamPoint& p);   // let the worker start on it (a query), without waiting
+void wait_for(const StreamPoint& p);  // run it and wait (a synchronizing call)
+void wait_device_queues(int device);  // every stream of a device (cudaDeviceSynchronize)
+void wait_all_queues();
+void forget_stream(Stream& s);  // cudaStreamDestroy, once its work has run
+void count_not_ready();         // a query answered cudaErrorNotReady
+// The error queued work left on a device: sticky, as on a GPU (cudaSuccess: none), and its report.
+cudaError_t sticky_error(int device);
+std::string sticky_report(int device);
 // What lies at an address, in words, for the reports: "4 bytes past the end of a 1024-byte
 // block at 0x... on cuda:0", "inside a cached block no live tensor uses", ...
 std::string describe_address(uintptr_t a, size_t size);

@@ -146,8 +146,8 @@ thread_local std::string tls_pending_report;  // for take_report(): the next err
 
 // ---- arenas ----------------------------------------------------------------------------------------
 
-Arena::Arena(char* base, uint8_t* shadow, size_t capacity)
-    : base_(base), shadow_(shadow), capacity_(capacity) {
+Arena::Arena(char* base, uint8_t* shadow, size_t capacity, size_t align)
+    : base_(base), shadow_(shadow), capacity_(capacity), align_(align) {
   free_[reinterpret_cast<uintptr_t>(base_)] = capacity;
 }
 
@@ -155,12 +155,10 @@ void Arena::set_shadow(uintptr_t a, size_t n, uint8_t value) {
   std::memset(shadow_ + (a - reinterpret_cast<uintptr_t>(base_)), value, n);
 }
 
-namespace {
-size_t span_of(size_t n) {
-  const size_t body = round_up(std::max<size_t>(n, 1), kAlign);
-  return body + std::clamp(round_up(body / 8, kAlign), kAlign, size_t{64} << 10);
+size_t Arena::span_of(size_t n) const {
+  const size_t body = round_up(std::max<size_t>(n, 1), align_);
+  return body + std::clamp(round_up(body / 8, align_), align_, std::max(size_t{64} << 10, align_));
 }
-}  // namespace
 
 void* Arena::allocate(size_t n) {
   const size_t span = span_of(n);
@@ -306,7 +304,7 @@ Globals& globals() {
     }
     g->pinned = new Arena(static_cast<char*>(reserve(kPinnedCapacity, "pinned host memory")),
                           static_cast<uint8_t*>(reserve(kPinnedCapacity, "pinned memory's shadow")),
-                          kPinnedCapacity);
+                          kPinnedCapacity, static_cast<size_t>(sysconf(_SC_PAGESIZE)));
     unsigned checks = kMemcheck | kRacecheck | kSynccheck;
     if (const char* c = std::getenv("EMBER_EMULATOR_CHECKS"); c != nullptr) {
       try {
@@ -353,6 +351,25 @@ Globals& globals() {
         }
       });
     }
+    // The launch configurations (emulator.h, launch_table): appended to the file named, for
+    // scripts/check-launch-resources.
+    if (const char* path = std::getenv("EMBER_EMULATOR_LAUNCHES");
+        path != nullptr && *path != '\0') {
+      static const pid_t owner = getpid();
+      std::atexit([] {
+        if (getpid() != owner) return;
+        const std::string where = std::getenv("EMBER_EMULATOR_LAUNCHES");
+        if (FILE* f = std::fopen(where.c_str(), "a")) {
+          std::fputs(launch_table().c_str(), f);
+          std::fclose(f);
+        } else {
+          std::fprintf(stderr,
+                       "ember emulator: cannot append the launch table to "
+                       "EMBER_EMULATOR_LAUNCHES='%s': %s\n",
+                       where.c_str(), std::strerror(errno));
+        }
+      });
+    }
     return g;
   }();
   g_globals = g;
@@ -391,6 +408,18 @@ void publish_report(const std::string& text) {
   tls_pending_report = report;
   if (!globals().quiet) std::fprintf(stderr, "%s\n", report.c_str());
 }
+
+void publish_warning(const std::string& report) {
+  tls_last_report = report;
+  if (!globals().quiet) std::fprintf(stderr, "%s\n", report.c_str());
+}
+
+void adopt_report(const std::string& report) {
+  tls_last_report = report;
+  tls_pending_report = report;
+}
+
+void set_current_device_index(int device) { tls_current_device = device; }
 
 // ---- hostcheck: device memory out of the host's reach ------------------------------------------
 // With hostcheck on, the device arenas are PROT_NONE whenever the emulator is not itself touching
@@ -562,8 +591,33 @@ std::string take_report() {
   return r;
 }
 
+namespace {
+// In the asynchronous mode the allocator's marks are stream-ordered, as its reuse of blocks is:
+// queued on the legacy stream of the block's device (the stream ember's work runs on), they take
+// effect after the kernels queued before them. Returns true when `mark` was queued.
+bool queue_mark(uintptr_t b, const char* what, std::function<void()> mark) {
+  if (!async_mode() || on_async_worker()) return false;
+  int dev = 0;
+  if (device_arena_of(b, &dev) == nullptr) return false;
+  enqueue(globals().devices[static_cast<size_t>(dev)]->default_stream, what, nullptr,
+          [mark = std::move(mark)] {
+            mark();
+            return cudaSuccess;
+          });
+  return true;
+}
+}  // namespace
+
+int device_of_address(const void* p) {
+  int device = -1;
+  return device_arena_of(reinterpret_cast<uintptr_t>(p), &device) != nullptr ? device : -1;
+}
+
 void mark_block_live(const void* block, size_t bytes, size_t capacity) {
   const auto b = reinterpret_cast<uintptr_t>(block);
+  if (queue_mark(b, "ember's allocator handing a block to a new tensor",
+                 [block, bytes, capacity] { mark_block_live(block, bytes, capacity); }))
+    return;
   Arena* arena = device_arena_of(b, nullptr);
   if (arena == nullptr) return;
   std::lock_guard<std::mutex> lock(arena->mu);
@@ -579,6 +633,9 @@ void mark_block_live(const void* block, size_t bytes, size_t capacity) {
 
 void mark_block_cached(const void* block, size_t capacity) {
   const auto b = reinterpret_cast<uintptr_t>(block);
+  if (queue_mark(b, "ember's allocator taking a block back into its cache",
+                 [block, capacity] { mark_block_cached(block, capacity); }))
+    return;
   Arena* arena = device_arena_of(b, nullptr);
   if (arena == nullptr) return;
   std::lock_guard<std::mutex> lock(arena->mu);
@@ -612,6 +669,15 @@ cudaError_t fail_with(cudaError_t e, const std::string& report) {
 }
 
 int device_count_or_zero() { return static_cast<int>(globals().devices.size()); }
+
+// The asynchronous mode: once queued work on `device` failed, every call that involves the device
+// returns that error (sticky, as on a GPU), with the failure's report for ember's DeviceError.
+cudaError_t sticky_check(int device) {
+  const cudaError_t e = sticky_error(device);
+  if (e == cudaSuccess) return e;
+  adopt_report(sticky_report(device));
+  return fail(e);
+}
 
 Device* current() {
   Globals& g = globals();
@@ -691,8 +757,11 @@ const char* where_name(Where w) {
   return w == Where::Device ? "device" : (w == Where::Pinned ? "pinned host" : "host");
 }
 
+cudaError_t copy_queued(void* dst, const void* src, size_t n, Where dw, Where sw,
+                        cudaStream_t stream, bool async, const char* call, const void* pc);
+
 cudaError_t copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t stream,
-                 bool async, const char* call) {
+                 bool async, const char* call, const void* pc) {
   if (n == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr) return fail(cudaErrorInvalidValue);
   if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) return fail(cudaErrorInvalidMemcpyDirection);
@@ -704,6 +773,8 @@ cudaError_t copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cuda
                      "destination is " + where_name(dw) + " memory and the source " +
                      where_name(sw) + " memory (use cudaMemcpyDefault to let the runtime tell)");
   }
+  if (async_mode() && (dw == Where::Device || sw == Where::Device))
+    return copy_queued(dst, src, n, dw, sw, stream, async, call, pc);
   std::string report;
   if (!check_range(dst, n, call, "destination", &report) ||
       !check_range(src, n, call, "source", &report)) {
@@ -748,6 +819,70 @@ cudaError_t copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cuda
   }
   drain(s);
   do_copy(dst, src, n);
+  return cudaSuccess;
+}
+
+// A copy in the asynchronous mode. Synchronous ones (cudaMemcpy, and a copy to pageable host
+// memory, which CUDA finishes before returning) wait for the stream and copy on this thread; the
+// others are queued. A copy from pageable host memory is staged first, as the runtime stages it,
+// so the host may reuse its buffer at once; one from or to pinned memory guards the host range
+// until it has run. The ranges are checked when the copy runs: a queued copy's bad range is the
+// device's sticky error then.
+cudaError_t copy_queued(void* dst, const void* src, size_t n, Where dw, Where sw,
+                        cudaStream_t stream, bool async, const char* call, const void* pc) {
+  if (!async) {
+    if (const cudaError_t e = check_unsafe_call(call); e != cudaSuccess) return fail(e);
+  }
+  if (current() == nullptr) return fail(cudaErrorNoDevice);
+  Stream& s = stream_of(stream);
+  Device& dev = *globals().devices[static_cast<size_t>(s.device)];
+  std::lock_guard<std::recursive_mutex> lock(dev.mu);
+  if (const cudaError_t e = sticky_check(s.device); e != cudaSuccess) return e;
+  const bool pageable_host = dw == Where::Host || sw == Where::Host;
+  GraphNode node{std::string(call) + " of " + std::to_string(n) + " bytes",
+                 [dst, src, n, call](cudaStream_t) -> cudaError_t {
+                   std::string report;
+                   if (!check_range(dst, n, call, "destination", &report) ||
+                       !check_range(src, n, call, "source", &report)) {
+                     return fail_with(cudaErrorInvalidValue, report);
+                   }
+                   do_copy(dst, src, n);
+                   return cudaSuccess;
+                 }};
+  const cudaError_t captured = capture_or_run(s, call, pageable_host ? nullptr : &node);
+  if (captured == kRecorded) return cudaSuccess;
+  if (captured != cudaSuccess) return fail(captured);
+  count_submission();
+  const std::string what = std::string(call) + " of " + std::to_string(n) + " bytes from " +
+                           where_name(sw) + " to " + where_name(dw) + " memory";
+  if (!async || dw == Where::Host) {
+    wait_for(enqueue(s, what, pc, [] { return cudaSuccess; }));
+    if (const cudaError_t e = sticky_check(s.device); e != cudaSuccess) return e;
+    std::string report;
+    if (!check_range(dst, n, call, "destination", &report) ||
+        !check_range(src, n, call, "source", &report)) {
+      return fail_with(cudaErrorInvalidValue, report);
+    }
+    do_copy(dst, src, n);
+    return cudaSuccess;
+  }
+  std::vector<HostRange> guards;
+  if (dw == Where::Pinned) guards.push_back(HostRange{dst, n, false});
+  if (sw == Where::Pinned) guards.push_back(HostRange{src, n, true});
+  if (sw == Where::Host) {
+    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
+                                                      static_cast<const char*>(src) + n);
+    enqueue(s, what, pc, [dst, staged, n, call]() -> cudaError_t {
+      std::string report;
+      if (!check_range(dst, n, call, "destination", &report))
+        return fail_with(cudaErrorInvalidValue, report);
+      do_copy(dst, staged->data(), n);
+      return cudaSuccess;
+    });
+  } else {
+    enqueue(
+        s, what, pc, [run = node.run] { return run(nullptr); }, {}, std::move(guards));
+  }
   return cudaSuccess;
 }
 
@@ -797,6 +932,10 @@ const char* error_name(cudaError_t e) {
 
 namespace ember::emu::detail {
 void drain(Stream& s) {
+  if (async_mode()) {  // wait for the stream's queue (the worker itself never waits)
+    if (!on_async_worker()) wait_for(tail_of(s));
+    return;
+  }
   if (!s.pending.empty()) {
     std::vector<PendingCopy> todo;
     todo.swap(s.pending);
@@ -913,8 +1052,10 @@ cudaError_t cudaDeviceSynchronize() {
   if (const cudaError_t e = check_device_wait(current_device_index(), "cudaDeviceSynchronize");
       e != cudaSuccess)
     return fail(e);
+  if (const cudaError_t e = sticky_check(current_device_index()); e != cudaSuccess) return e;
   drain(d->default_stream);
-  return cudaSuccess;
+  if (async_mode()) wait_device_queues(current_device_index());
+  return sticky_check(current_device_index());
 }
 
 cudaError_t cudaDeviceCanAccessPeer(int* can, int device, int peer) {
@@ -960,13 +1101,22 @@ cudaError_t cudaRuntimeGetVersion(int* version) {
 
 // ---- errors --------------------------------------------------------------------------------------
 
+// A sticky error (the asynchronous mode: queued work failed) is not cleared by reading it.
 cudaError_t cudaGetLastError() {
+  if (const cudaError_t s = sticky_error(tls_current_device); s != cudaSuccess) {
+    adopt_report(sticky_report(tls_current_device));
+    tls_last_error = cudaSuccess;
+    return s;
+  }
   const cudaError_t e = tls_last_error;
   tls_last_error = cudaSuccess;
   return e;
 }
 
-cudaError_t cudaPeekAtLastError() { return tls_last_error; }
+cudaError_t cudaPeekAtLastError() {
+  if (const cudaError_t s = sticky_error(tls_current_device); s != cudaSuccess) return s;
+  return tls_last_error;
+}
 
 const char* cudaGetErrorName(cudaError_t error) { return error_name(error); }
 
@@ -1026,6 +1176,7 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
   Device* d = current();
   if (d == nullptr) return fail(cudaErrorNoDevice);
   if (const cudaError_t e = check_unsafe_call("cudaMalloc"); e != cudaSuccess) return fail(e);
+  if (const cudaError_t e = sticky_check(current_device_index()); e != cudaSuccess) return e;
   if (size == 0) return cudaSuccess;  // CUDA returns a null pointer for 0 bytes
   if (size > globals().device_capacity) return fail(cudaErrorMemoryAllocation);
   void* p = nullptr;
@@ -1048,7 +1199,12 @@ cudaError_t cudaFree(void* devPtr) {
   if (arena == nullptr) return fail(cudaErrorInvalidValue);
   Device& d = *globals().devices[static_cast<size_t>(dev)];
   std::lock_guard<std::recursive_mutex> dl(d.mu);
+  if (const cudaError_t e = sticky_check(dev); e != cudaSuccess) return e;
   drain(d.default_stream);  // cudaFree waits for the device
+  if (async_mode()) {
+    wait_device_queues(dev);
+    if (const cudaError_t e = sticky_check(dev); e != cudaSuccess) return e;
+  }
   std::lock_guard<std::mutex> lock(arena->mu);
   if (!arena->release(devPtr)) return fail(cudaErrorInvalidValue);
   {
@@ -1098,24 +1254,26 @@ cudaError_t cudaFreeHost(void* ptr) {
     std::lock_guard<std::recursive_mutex> dl(d->mu);
     drain(d->default_stream);
   }
+  if (async_mode()) wait_all_queues();
   std::lock_guard<std::mutex> lock(a->mu);
   return a->release(ptr) ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
-  return copy(dst, src, count, kind, nullptr, false, "cudaMemcpy");
+  return copy(dst, src, count, kind, nullptr, false, "cudaMemcpy", __builtin_return_address(0));
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                             cudaStream_t stream) {
-  return copy(dst, src, count, kind, stream, true, "cudaMemcpyAsync");
+  return copy(dst, src, count, kind, stream, true, "cudaMemcpyAsync", __builtin_return_address(0));
 }
 
 cudaError_t cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t count) {
   const int n = device_count_or_zero();
   if (dstDevice < 0 || dstDevice >= n || srcDevice < 0 || srcDevice >= n)
     return fail(cudaErrorInvalidDevice);
-  return copy(dst, src, count, cudaMemcpyDeviceToDevice, nullptr, false, "cudaMemcpyPeer");
+  return copy(dst, src, count, cudaMemcpyDeviceToDevice, nullptr, false, "cudaMemcpyPeer",
+              __builtin_return_address(0));
 }
 
 cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice,
@@ -1123,12 +1281,13 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int s
   const int n = device_count_or_zero();
   if (dstDevice < 0 || dstDevice >= n || srcDevice < 0 || srcDevice >= n)
     return fail(cudaErrorInvalidDevice);
-  return copy(dst, src, count, cudaMemcpyDeviceToDevice, stream, true, "cudaMemcpyPeerAsync");
+  return copy(dst, src, count, cudaMemcpyDeviceToDevice, stream, true, "cudaMemcpyPeerAsync",
+              __builtin_return_address(0));
 }
 
 namespace {
 cudaError_t memset_impl(void* p, int value, size_t n, cudaStream_t stream, bool async,
-                        const char* call) {
+                        const char* call, const void* pc) {
   if (n == 0) return cudaSuccess;
   if (!async) {
     if (const cudaError_t e = check_unsafe_call(call); e != cudaSuccess) return fail(e);
@@ -1140,11 +1299,15 @@ cudaError_t memset_impl(void* p, int value, size_t n, cudaStream_t stream, bool 
                          describe_address(reinterpret_cast<uintptr_t>(p), 1) + ")");
   }
   std::string report;
-  if (!check_range(p, n, call, "destination", &report)) return fail_with(cudaErrorInvalidValue, report);
+  // (In the asynchronous mode the range is checked when the memset runs: the allocator's marks
+  // ahead of it in the queue may not have run yet.)
+  if (!async_mode() && !check_range(p, n, call, "destination", &report))
+    return fail_with(cudaErrorInvalidValue, report);
   if (current() == nullptr) return fail(cudaErrorNoDevice);
   Stream& s = stream_of(stream);
   Device& d = *globals().devices[static_cast<size_t>(s.device)];
   std::lock_guard<std::recursive_mutex> lock(d.mu);
+  if (const cudaError_t e = sticky_check(s.device); e != cudaSuccess) return e;
   GraphNode node{std::string(call) + " of " + std::to_string(n) + " bytes",
                  [p, value, n, call](cudaStream_t) -> cudaError_t {
                    std::string report;
@@ -1158,6 +1321,17 @@ cudaError_t memset_impl(void* p, int value, size_t n, cudaStream_t stream, bool 
   if (captured == kRecorded) return cudaSuccess;
   if (captured != cudaSuccess) return fail(captured);
   if (tls_replay.node < 0) count_submission();
+  if (async_mode()) {
+    const std::string what = std::string(call) + " of " + std::to_string(n) + " bytes";
+    if (async) {
+      enqueue(s, what, pc, [run = node.run] { return run(nullptr); });
+      return cudaSuccess;
+    }
+    wait_for(enqueue(s, what, pc, [] { return cudaSuccess; }));  // cudaMemset waits
+    if (const cudaError_t e = sticky_check(s.device); e != cudaSuccess) return e;
+    if (!check_range(p, n, call, "destination", &report))
+      return fail_with(cudaErrorInvalidValue, report);
+  }
   drain(s);
   mark_written(p, nullptr, n);
   raw_fill(p, value, n);
@@ -1166,17 +1340,22 @@ cudaError_t memset_impl(void* p, int value, size_t n, cudaStream_t stream, bool 
 }  // namespace
 
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
-  return memset_impl(devPtr, value, count, nullptr, false, "cudaMemset");
+  return memset_impl(devPtr, value, count, nullptr, false, "cudaMemset",
+                     __builtin_return_address(0));
 }
 cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
-  return memset_impl(devPtr, value, count, stream, true, "cudaMemsetAsync");
+  return memset_impl(devPtr, value, count, stream, true, "cudaMemsetAsync",
+                     __builtin_return_address(0));
 }
 
+// Both wait for the legacy stream first (they are ordered with it, and synchronous).
 cudaError_t cudaMemcpyToSymbolBytes(void* symbol, const void* src, size_t count, size_t offset) {
+  if (async_mode() && current() != nullptr) drain(current()->default_stream);
   raw_copy(static_cast<char*>(symbol) + offset, src, count);
   return cudaSuccess;
 }
 cudaError_t cudaMemcpyFromSymbolBytes(void* dst, const void* symbol, size_t count, size_t offset) {
+  if (async_mode() && current() != nullptr) drain(current()->default_stream);
   raw_copy(dst, static_cast<const char*>(symbol) + offset, count);
   return cudaSuccess;
 }
@@ -1189,11 +1368,17 @@ struct CUevent_st {
   bool captured = false;  // last recorded inside a capture: it stands for a point in a graph
   Stream* stream = nullptr;
   double ms = 0;
+  // The asynchronous mode: the record is an operation of its stream; `point` is reached when it
+  // has run, and it writes the time it ran into *stamp (shared: the event may be destroyed first).
+  StreamPoint point;
+  std::shared_ptr<double> stamp;
+  int device = 0;  // of the stream it was recorded on (which may be destroyed first)
 };
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
   if (stream == nullptr || (flags & ~cudaStreamNonBlocking) != 0) return fail(cudaErrorInvalidValue);
   if (current() == nullptr) return fail(cudaErrorNoDevice);
+  if (const cudaError_t e = sticky_check(tls_current_device); e != cudaSuccess) return e;
   auto* s = new Stream();
   s->device = tls_current_device;
   s->blocking = (flags & cudaStreamNonBlocking) == 0;
@@ -1217,26 +1402,38 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     }
     drain(*s);
   }
+  forget_stream(*s);
   delete s;
   return cudaSuccess;
 }
 
 namespace {
-cudaError_t stream_wait(cudaStream_t stream, const char* call) {
+cudaError_t stream_wait(cudaStream_t stream, const char* call, bool query) {
   if (current() == nullptr) return fail(cudaErrorNoDevice);
   Stream& s = stream_of(stream);
   std::lock_guard<std::recursive_mutex> lock(globals().devices[static_cast<size_t>(s.device)]->mu);
   if (const cudaError_t e = check_stream_wait(s, call); e != cudaSuccess) return fail(e);
+  if (const cudaError_t e = sticky_check(s.device); e != cudaSuccess) return e;
+  if (async_mode() && query) {
+    // Unfinished work: not ready, and the worker may start on it (so that polling ends).
+    const StreamPoint tail = tail_of(s);
+    if (reached(tail)) return cudaSuccess;
+    request(tail);
+    count_not_ready();
+    return cudaErrorNotReady;
+  }
   drain(s);
-  return cudaSuccess;
+  return sticky_check(s.device);
 }
 }  // namespace
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  return stream_wait(stream, "cudaStreamSynchronize");
+  return stream_wait(stream, "cudaStreamSynchronize", false);
 }
 
-cudaError_t cudaStreamQuery(cudaStream_t stream) { return stream_wait(stream, "cudaStreamQuery"); }
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  return stream_wait(stream, "cudaStreamQuery", true);
+}
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   if (event == nullptr) return fail(cudaErrorInvalidValue);
@@ -1263,9 +1460,21 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   }
   if (const cudaError_t e = capture_or_run(s, "cudaEventRecord", nullptr); e != cudaSuccess)
     return fail(e);  // the legacy stream while a blocking stream captures
+  if (const cudaError_t e = sticky_check(s.device); e != cudaSuccess) return e;
   event->recorded = true;
   event->captured = false;
   event->stream = &s;
+  if (async_mode()) {
+    auto stamp = std::make_shared<double>(-1.0);
+    event->stamp = stamp;
+    event->device = s.device;
+    event->ms = -1;
+    event->point = enqueue(s, "cudaEventRecord", __builtin_return_address(0), [stamp] {
+      *stamp = now_ms();
+      return cudaSuccess;
+    });
+    return cudaSuccess;
+  }
   // Everything queued before the event has run, except deferred copies: the event completes
   // when they do (cudaEventQuery / cudaEventSynchronize run them).
   event->ms = s.pending.empty() ? now_ms() : -1;
@@ -1273,13 +1482,28 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 }
 
 namespace {
-cudaError_t complete(cudaEvent_t event) {
+cudaError_t complete(cudaEvent_t event, bool query) {
   if (event == nullptr) return fail(cudaErrorInvalidResourceHandle);
   if (!event->recorded) return cudaSuccess;  // never recorded: complete, as in CUDA
   if (event->captured) {
     publish_report("ember emulator: waiting for (or querying) an event last recorded inside a "
                    "stream capture: it marks a point of a graph, not of work that runs");
     return fail(cudaErrorCapturedEvent);
+  }
+  if (async_mode() && event->point.stream) {
+    const int device = event->device;
+    if (const cudaError_t e = sticky_check(device); e != cudaSuccess) return e;
+    if (!reached(event->point)) {
+      if (query) {  // not ready; the worker may start on it, so that polling ends
+        request(event->point);
+        count_not_ready();
+        return cudaErrorNotReady;
+      }
+      wait_for(event->point);
+      if (const cudaError_t e = sticky_check(device); e != cudaSuccess) return e;
+    }
+    event->ms = *event->stamp;
+    return cudaSuccess;
   }
   if (event->ms < 0) {
     Stream& s = *event->stream;
@@ -1291,8 +1515,8 @@ cudaError_t complete(cudaEvent_t event) {
 }
 }  // namespace
 
-cudaError_t cudaEventQuery(cudaEvent_t event) { return complete(event); }
-cudaError_t cudaEventSynchronize(cudaEvent_t event) { return complete(event); }
+cudaError_t cudaEventQuery(cudaEvent_t event) { return complete(event, true); }
+cudaError_t cudaEventSynchronize(cudaEvent_t event) { return complete(event, false); }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
   if (event == nullptr) return fail(cudaErrorInvalidResourceHandle);
@@ -1306,6 +1530,13 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
                    "another stream: a capture that spans several streams is not emulated");
     return fail(cudaErrorStreamCaptureUnsupported);
   }
+  if (async_mode()) {  // an operation of s that waits for the event's point
+    if (const cudaError_t e = sticky_check(s.device); e != cudaSuccess) return e;
+    if (s.capture == nullptr && event->recorded && event->point.stream)
+      enqueue(s, "cudaStreamWaitEvent", __builtin_return_address(0), [] { return cudaSuccess; },
+              {event->point});
+    return cudaSuccess;
+  }
   // Work runs when it is queued here, so whatever the event marks has run, except deferred
   // copies: run them. Inside a capture the wait orders nothing that is recorded.
   if (event->recorded && event->stream != nullptr && event->stream != &s) drain(*event->stream);
@@ -1316,6 +1547,11 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   if (ms == nullptr || start == nullptr || end == nullptr) return fail(cudaErrorInvalidValue);
   if (start->captured || end->captured) return fail(cudaErrorCapturedEvent);
   if (!start->timing || !end->timing) return fail(cudaErrorInvalidResourceHandle);
+  if (async_mode()) {
+    for (cudaEvent_t e : {start, end}) {
+      if (e->point.stream && e->ms < 0 && reached(e->point)) e->ms = *e->stamp;
+    }
+  }
   if (!start->recorded || !end->recorded || start->ms < 0 || end->ms < 0) return fail(cudaErrorNotReady);
   *ms = static_cast<float>(end->ms - start->ms);
   return cudaSuccess;

@@ -16,7 +16,8 @@
 //     the CPU's threads), so streams never run concurrently; a cudaMemcpyAsync to or from pinned
 //     host memory is deferred until the next operation on the stream or the next
 //     synchronisation, so host code that reads a non_blocking copy's destination too early sees
-//     stale bytes, as on a GPU;
+//     stale bytes, as on a GPU. With EMBER_EMULATOR_ASYNC=1 every launch, copy and memset is
+//     queued on its stream instead and runs later on a worker thread (kernels/emulator/async.cpp);
 //   - stream capture and CUDA graphs (kernels/emulator/graph.cpp): while a stream captures,
 //     its kernels, copies and memsets are recorded (a kernel's arguments copied by value) instead
 //     of run; cudaGraphLaunch runs the recorded work in order under the checkers. The calls a

@@ -728,6 +728,8 @@ void record_coverage(Grid& g) {
     row.site = relative_path(c.file) + ":" + std::to_string(c.line);
   }
   ++row.launches;
+  row.max_threads = std::max(row.max_threads, static_cast<int64_t>(g.threads_per_block));
+  row.max_dynamic_shared = std::max(row.max_dynamic_shared, static_cast<int64_t>(c.shared_bytes));
   if (c.capped_from > 0) ++row.capped_launches;
   const int64_t no_loop = g.no_loop_blocks.load();
   row.no_loop += no_loop;
@@ -821,6 +823,17 @@ std::string coverage_table() {
   return os.str();
 }
 
+std::string launch_table() {
+  std::ostringstream os;
+  os << "# ember emulator: launch configurations (kernel, launch site, launches, largest block, "
+        "most dynamic shared memory in bytes, 1 if above 48 KiB: cudaFuncSetAttribute's opt-in)\n";
+  for (const StrideCoverage& r : stride_coverage()) {
+    os << r.kernel << '\t' << r.site << '\t' << r.launches << '\t' << r.max_threads << '\t'
+       << r.max_dynamic_shared << '\t' << (r.max_dynamic_shared > 48 * 1024 ? 1 : 0) << '\n';
+  }
+  return os.str();
+}
+
 cudaError_t run_grid(const LaunchConfig& config, void (*body)(void*), void* closure,
                      const void* params, size_t params_size) {
   if (tls_thread != nullptr) {
@@ -841,12 +854,19 @@ cudaError_t run_grid(const LaunchConfig& config, void (*body)(void*), void* clos
     set_last_error(bad);
     return bad;
   }
-  if (tls_replay.node < 0) count_submission();  // a graph's nodes are not the host's launches
+  // The asynchronous mode's worker runs what the host queued (and counted) earlier; it takes no
+  // device lock, which a host thread waiting for it may hold.
+  const bool worker = on_async_worker();
+  if (tls_replay.node < 0 && !worker) count_submission();  // nor are a graph's nodes the host's
   const int device = config.stream != nullptr ? reinterpret_cast<Stream*>(config.stream)->device
                                               : current_device_index();
   Device& dev = *gl.devices[static_cast<size_t>(device)];
-  std::lock_guard<std::recursive_mutex> lock(dev.mu);
-  drain(config.stream != nullptr ? *reinterpret_cast<Stream*>(config.stream) : dev.default_stream);
+  std::unique_lock<std::recursive_mutex> lock(dev.mu, std::defer_lock);
+  if (!worker) {
+    lock.lock();
+    drain(config.stream != nullptr ? *reinterpret_cast<Stream*>(config.stream)
+                                   : dev.default_stream);
+  }
 
   Grid g;
   g.config = config;

@@ -224,13 +224,22 @@ Outcome run_case(const FixtureCase& c, Device device) {
       diffs += "ember's backward raised: " + backward_message + "; ";
     } else {
       r.grads.resize(inputs.size());
+      bool has_narrow_input = false;
+      for (const Tensor& in : inputs) has_narrow_input |= in.defined() && in.dtype() != kFloat64;
       for (const auto& [i, want] : c.grads) {
         Tensor g = inputs[static_cast<size_t>(i)].grad();
         // An input the output does not depend on gets no gradient: that is a zero one.
         if (!g.defined()) g = zeros_like(inputs[static_cast<size_t>(i)]);
         g = g.cpu();
         r.grads[static_cast<size_t>(i)] = g;
-        const std::string d = compare(g, want, tolerance_for(c.op, true, gpu));
+        Tolerance tol = tolerance_for(c.op, true, gpu);
+        // A float64 gradient of a case with float32 or integer inputs can carry a float32
+        // intermediate (pow's exponent gradient is out * log(base), with log taken of the
+        // float32 or integer base in float32, in PyTorch as in ember). On a GPU that log is
+        // CUDA's logf, an ulp or so from glibc's, so the gradient is only as close as float32
+        // math allows (about 1e-7, relative).
+        if (gpu && has_narrow_input) tol.rtol64 = 1e-6;
+        const std::string d = compare(g, want, tol);
         if (!d.empty()) diffs += "gradient of input " + std::to_string(i) + ": " + d + "; ";
       }
     }

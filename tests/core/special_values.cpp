@@ -153,6 +153,17 @@ TEST_CASE("special values: the issue's examples, at every length", "[special]") 
   }
 }
 
+// How far, in ulps of the result, the GPU's answer may be from the CPU's: CUDA's documented
+// maximum error (kernels/emulator/gpu_math.cpp has the table; powf's is 4 ulp, expf's and
+// tanhf's 2) plus one for glibc's own error, and sigmoid's 1 / (1 + exp(-x)) adds the rounding
+// of its sum and quotient to exp's. CI runs this test with the emulator moving every result by
+// up to CUDA's bound (EMBER_EMULATOR_MATH=ulp), which is how the figures were checked.
+double gpu_ulps(const std::string& op) {
+  if (op.rfind("pow", 0) == 0) return 5;
+  if (op == "sigmoid") return 4;
+  return 3;
+}
+
 TEST_CASE("special values on cuda: the GPU answers as the CPU does", "[cuda][special]") {
   if (!cuda::is_available()) {
     std::cout << "SKIPPED: no CUDA device: " << cuda::unavailable_reason() << "\n";
@@ -171,8 +182,8 @@ TEST_CASE("special values on cuda: the GPU answers as the CPU does", "[cuda][spe
         for (size_t i = 0; i < cpu.size(); ++i) {
           const double a = cpu[i], b = gpu[i];
           INFO(op.name << " " << dtype_name(dtype) << " x = " << longer[i] << ": cpu " << a << ", gpu " << b);
-          // The same kind of value (NaN, +-inf, zero, subnormal, normal), and within an ulp or
-          // two of each other (a GPU's math library is not glibc). At the bottom of the
+          // The same kind of value (NaN, +-inf, zero, subnormal, normal), and within a few ulps
+          // of each other (a GPU's math library is not glibc: gpu_ulps). At the bottom of the
           // subnormal range an ulp is the value itself: there zero and the smallest subnormals
           // are one kind (CUDA's exp(-745.0) is 0 where glibc's is 4.9e-324, one ulp apart),
           // and the ulp check below decides.
@@ -186,7 +197,7 @@ TEST_CASE("special values on cuda: the GPU answers as the CPU does", "[cuda][spe
             const double ulp = dtype == kFloat32
                                    ? std::fabs(static_cast<double>(std::nextafter(static_cast<float>(a), INFINITY)) - a)
                                    : std::fabs(std::nextafter(a, INFINITY) - a);
-            CHECK(std::fabs(a - b) <= 2 * ulp);
+            CHECK(std::fabs(a - b) <= gpu_ulps(op.name) * ulp);
           }
         }
       }

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/launch.cuh"
+#include "kernels/emulator/emulator.h"
 
 namespace ember_test {
 
@@ -13,7 +14,17 @@ namespace {
 using ember::kernels::cuda::kBlock;
 using ember::kernels::cuda::stream;
 
-int last_error() { return static_cast<int>(cudaGetLastError()); }
+// The launch's error. In the asynchronous mode (EMBER_EMULATOR_ASYNC) a kernel's fault shows only
+// when the work has run, and it is sticky; each of these launchers checks one launch, so it
+// waits for it and takes the error back (the emulator's stand-in for a fresh process).
+int last_error() {
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess && ember::emu::async_streams()) {
+    e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) ember::emu::clear_device_errors();
+  }
+  return static_cast<int>(e);
+}
 
 // ---- the language ----------------------------------------------------------------------------------
 
@@ -99,6 +110,21 @@ __global__ void rounding_kernel(float* f, double* d, unsigned* u) {
   d[3] = __fma_rn(d[1], d[2], d[4]);
   d[5] = __ddiv_rn(d[1], d[2]);
   u[0] = __umulhi(u[1], u[2]);
+}
+
+// Contraction (docs/emulator.md, "GPU arithmetic"): out = a * b + c as written, which nvcc
+// fuses into one fma (and the emulation build too, with EMBER_EMULATOR_FMA); then the same sum
+// with the product, or the sum, an _rn intrinsic, which is never fused. Three kernels, so that
+// the host compiler sees each product used once (GCC fuses a product only when every use of it
+// is an addition: one product shared by the three sums would stay unfused).
+__global__ void contraction_plain_kernel(const float* in, float* out) {
+  out[0] = in[0] * in[1] + in[2];
+}
+__global__ void contraction_mul_rn_kernel(const float* in, float* out) {
+  out[1] = __fmul_rn(in[0], in[1]) + in[2];
+}
+__global__ void contraction_add_rn_kernel(const float* in, float* out) {
+  out[2] = __fadd_rn(in[0] * in[1], in[2]);
 }
 
 // A __device__ variable: one per program in the emulator (see docs/emulator.md).
@@ -218,6 +244,20 @@ int launch_fill(float* out, int64_t n, float value) {
 int launch_rounding(float* f, double* d, unsigned* u) {
   EMBER_LAUNCH(1, 1, 0, stream(), rounding_kernel)(f, d, u);
   return last_error();
+}
+
+int launch_contraction(const float* in, float* out) {
+  EMBER_LAUNCH(1, 1, 0, stream(), contraction_plain_kernel)(in, out);
+  EMBER_LAUNCH(1, 1, 0, stream(), contraction_mul_rn_kernel)(in, out);
+  EMBER_LAUNCH(1, 1, 0, stream(), contraction_add_rn_kernel)(in, out);
+  return last_error();
+}
+bool kernels_contracted() {
+#ifdef EMBER_EMULATOR_CONTRACTS
+  return true;
+#else
+  return false;
+#endif
 }
 
 int symbol_roundtrip(int* host4) {
@@ -344,6 +384,32 @@ int launch_atomic_places(int* out, int threads) {
 int launch_dynamic_shared_bug(int* out, int bug) {
   EMBER_LAUNCH(1, 64, 64 * sizeof(int), stream(), dynamic_shared_bug_kernel)(out, bug);
   return last_error();
+}
+
+// ---- the asynchronous mode (tests/emulator/async.cpp) ----------------------------------------
+// These return cudaGetLastError() right after the launch and never wait: the point is what
+// happens while the work is still queued.
+
+// out[i] = k * in[i], a thread per element, grid-stride.
+__global__ void scale_kernel(const float* in, float* out, int64_t n, float k) {
+  for (const int64_t i : ember::kernels::cuda::grid_stride(n)) out[i] = k * in[i];
+}
+
+int queue_fill(float* out, int64_t n, float value, void* on_stream) {
+  EMBER_LAUNCH(ember::kernels::cuda::grid_for(n), kBlock, 0, static_cast<cudaStream_t>(on_stream),
+               fill_kernel)
+  (out, n, value);
+  return static_cast<int>(cudaGetLastError());
+}
+int queue_scale(const float* in, float* out, int64_t n, float k, void* on_stream) {
+  EMBER_LAUNCH(ember::kernels::cuda::grid_for(n), kBlock, 0, static_cast<cudaStream_t>(on_stream),
+               scale_kernel)
+  (in, out, n, k);
+  return static_cast<int>(cudaGetLastError());
+}
+int queue_out_of_bounds(float* out, int64_t n) {
+  EMBER_LAUNCH(1, 256, 0, stream(), out_of_bounds_kernel)(out, n);
+  return static_cast<int>(cudaGetLastError());
 }
 
 }  // namespace ember_test

@@ -27,6 +27,8 @@ int launch_with_config(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsig
                        unsigned bz, unsigned shared_bytes);  // an empty kernel
 int launch_fill(float* out, int64_t n, float value);  // grid-stride fill, kBlock threads
 int launch_rounding(float* f, double* d, unsigned* u);  // the _rn intrinsics, see kernels.cu
+int launch_contraction(const float* in, float* out);    // in: a, b, c; out: 3 floats (kernels.cu)
+bool kernels_contracted();         // compiled with nvcc-like contraction (EMBER_EMULATOR_FMA)
 int symbol_roundtrip(int* host4);  // host4 -> __device__ int[4] -> x * 10 + t -> host4
 
 // ---- planted bugs: each launch must fail with a report naming kernel, block, thread, address ----
@@ -48,5 +50,12 @@ int plant_exited_lane(int* out);                  // a full-mask shuffle after l
 int launch_pass_reuse(const int* in, int* out, int64_t segments, bool trailing_barrier);
 // out[b] = b + 1 for b < n: one block per item without a loop, but the grid from grid_for(n, 1).
 int plant_exact_grid_for(int* out, int64_t n);
+
+// ---- the asynchronous mode (EMBER_EMULATOR_ASYNC; tests/emulator/async.cpp) -------------------
+// Queue a kernel on `on_stream` (a cudaStream_t; nullptr: the legacy stream) and return the
+// launch's own error at once, without waiting for the kernel.
+int queue_fill(float* out, int64_t n, float value, void* on_stream);  // out[i] = value
+int queue_scale(const float* in, float* out, int64_t n, float k, void* on_stream);  // k * in[i]
+int queue_out_of_bounds(float* out, int64_t n);  // writes out[n] too, on the legacy stream
 
 }  // namespace ember_test

@@ -1102,6 +1102,7 @@ TEST_CASE("cuda sweep: more elements than the capped grid has threads", "[cuda][
   // fewer blocks, under EMBER_EMULATOR_GRID_CAP).
   const int64_t blocks =
       emu::grid_cap() > 0 ? std::min<int64_t>(emu::grid_cap(), 1 << 16) : 1 << 16;
+  cuda::synchronize();  // (in the asynchronous mode, EMBER_EMULATOR_ASYNC, the kernel runs now)
   CHECK(emu::stats().threads - threads_before == blocks * 256);
 #endif
   const Tensor want = view_cpu + five.cpu();
