@@ -117,13 +117,14 @@ const char* algo_name(kc::ConvAlgo a) {
     case kc::ConvAlgo::Im2colGemm: return "Im2colGemm";
     case kc::ConvAlgo::ImplicitGemm: return "ImplicitGemm";
     case kc::ConvAlgo::Cudnn: return "cuDNN";
+    case kc::ConvAlgo::Direct: return "Direct";
   }
   return "?";
 }
 
 // The algorithm ember actually runs for `asked` on this pass (conv.cu's routing).
 kc::ConvAlgo effective_algo(kc::ConvAlgo asked, Pass pass, const ConvGeometry& g, int sms) {
-  if (asked == kc::ConvAlgo::Cudnn) return asked;
+  if (asked == kc::ConvAlgo::Cudnn || asked == kc::ConvAlgo::Direct) return asked;
   if (pass == Pass::BackwardWeight) return kc::choose_backward_weight_algo(g);  // im2col only
   if (asked != kc::ConvAlgo::Auto) return asked;
   return pass == Pass::Forward ? kc::choose_forward_algo(g, sms)

@@ -284,12 +284,14 @@ Prepared prepare_cross_entropy(int64_t bytes) {
   const Tensor dlogits = ember::empty({N, C}, on_gpu());
   auto run = [=] {
     kc::cross_entropy_kernels.forward(ember::kFloat32, N, C, /*S*/ 1, logits.raw_data(),
-                                      target.data_ptr<int64_t>(), nullptr, -100, loss.raw_data(),
-                                      stats.raw_data(), ember::kernels::CrossEntropyReduction::Mean,
-                                      mean.raw_data(), weight_sum.raw_data());
+                                      target.data_ptr<int64_t>(), nullptr, -100,
+                                      /*label_smoothing*/ 0.0, loss.raw_data(), stats.raw_data(),
+                                      ember::kernels::CrossEntropyReduction::Mean, mean.raw_data(),
+                                      weight_sum.raw_data());
     kc::cross_entropy_kernels.backward(ember::kFloat32, N, C, /*S*/ 1, logits.raw_data(),
-                                       target.data_ptr<int64_t>(), nullptr, -100, stats.raw_data(),
-                                       grad_out.raw_data(), /*grad_stride*/ 0,
+                                       target.data_ptr<int64_t>(), nullptr, -100,
+                                       /*label_smoothing*/ 0.0, /*weight_total*/ nullptr,
+                                       stats.raw_data(), grad_out.raw_data(), /*grad_stride*/ 0,
                                        weight_sum.raw_data(), dlogits.raw_data());
   };
   run();

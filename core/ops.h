@@ -113,6 +113,13 @@ Tensor sum_to(const Tensor& a, const Shape& shape);
 // The running sum along `dim` (core/ops/cumsum.cpp): out[.., j, ..] = sum of a[.., i, ..] for
 // i <= j. Integer and bool inputs give int64, as in PyTorch. Backward: the reversed running sum.
 Tensor cumsum(const Tensor& a, int64_t dim);
+// The elements along `dim` in order, with their positions (core/ops/sort.cpp), as torch.sort /
+// torch.topk: NaN sorts above every number; ties keep their order (ember's sort is always stable,
+// whatever `stable` says); topk keeps the first k of the descending order (ascending when
+// largest = false) and always returns them sorted. The gradient goes back to the positions.
+ValuesIndices sort(const Tensor& a, int64_t dim = -1, bool descending = false, bool stable = false);
+ValuesIndices topk(const Tensor& a, int64_t k, int64_t dim = -1, bool largest = true,
+                   bool sorted = true);
 
 // ---- linear algebra (core/ops/matmul.cpp) ---------------------------------------------------
 // 1-d and 2-d operands as in torch.matmul; 3-d and more: batched, batch dims broadcast.
@@ -124,8 +131,10 @@ Tensor log_softmax(const Tensor& a, int64_t dim);
 // logits [N, C], target int64 [N] with class indices, optional weight [C]; also logits
 // [N, C, d1, ..., dk] with target [N, d1, ..., dk] (a class per position, as for segmentation),
 // and logits [C] with a 0-d target.
+// target: int64 class indices, or float class probabilities shaped like logits.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight = Tensor(),
-                     Reduction reduction = Reduction::Mean, int64_t ignore_index = -100);
+                     Reduction reduction = Reduction::Mean, int64_t ignore_index = -100,
+                     double label_smoothing = 0.0);
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 
 // ---- comparisons and selection (core/ops/compare.cpp, where.cpp) — no gradient ---------------
@@ -191,9 +200,10 @@ struct Conv2dOptions {
   std::array<int64_t, 2> stride{1, 1};    // (height, width)
   std::array<int64_t, 2> padding{0, 0};   // zeros added on both sides
   std::array<int64_t, 2> dilation{1, 1};  // spacing between kernel taps
+  int64_t groups = 1;  // channel blocks: C and K multiples of it; groups == C is depthwise
 };
-// input [N, C, H, W], weight [K, C, R, S], bias [K] or undefined -> [N, K, P, Q] with
-// P = (H + 2*pad_h - dil_h*(R-1) - 1) / stride_h + 1 (and Q likewise). groups = 1.
+// input [N, C, H, W], weight [K, C/groups, R, S], bias [K] or undefined -> [N, K, P, Q] with
+// P = (H + 2*pad_h - dil_h*(R-1) - 1) / stride_h + 1 (and Q likewise).
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
               const Conv2dOptions& options = {});
 
@@ -202,10 +212,16 @@ struct Pool2dOptions {
   std::array<int64_t, 2> stride{0, 0};   // 0: the kernel size (PyTorch's default)
   std::array<int64_t, 2> padding{0, 0};  // at most half the kernel; max pads with -inf,
                                          // avg counts the padding as zeros (PyTorch's default)
+  std::array<int64_t, 2> dilation{1, 1};  // spacing between window taps (max_pool2d only)
+  bool ceil_mode = false;                 // round the output size up (the last window may overhang)
+  bool count_include_pad = true;          // avg_pool2d: false divides by the taps inside the input
 };
-// input [N, C, H, W] (or [C, H, W]) -> [N, C, P, Q], floor mode, as F.max_pool2d / avg_pool2d.
+// input [N, C, H, W] (or [C, H, W]) -> [N, C, P, Q], as F.max_pool2d / avg_pool2d.
 Tensor max_pool2d(const Tensor& input, const Pool2dOptions& options = {});
 Tensor avg_pool2d(const Tensor& input, const Pool2dOptions& options = {});
+// F.max_pool2d(..., return_indices=True): values and, per output, the int64 flat index
+// h * W + w of the chosen input within its H x W plane.
+ValuesIndices max_pool2d_with_indices(const Tensor& input, const Pool2dOptions& options = {});
 
 // Which CUDA convolution runs (the CPU always uses im2col + GEMM): ember's own kernels
 // (default) or cuDNN, when this build has it. Like torch.backends.cudnn.enabled.

@@ -59,6 +59,12 @@ const std::vector<OpInfo>& op_registry() {
        "kernels/cuda/elementwise.cu compare(Ne) + kernels/cuda/reduce.cu max_min"},
       {"cumsum", "core/ops/cumsum.cpp", true, "CumsumBackward",
        "kernels/cpu/reduce.cpp reduce_cumsum", "kernels/cuda/reduce.cu reduce_cumsum"},
+      {"sort", "core/ops/sort.cpp", true, "SortBackward",
+       "kernels/cpu/sort.cpp sort (backward: kernels/cpu/index.cpp scatter_add)",
+       "kernels/cuda/sort.cu sort (backward: kernels/cuda/index.cu scatter_add)"},
+      {"topk", "core/ops/sort.cpp", true, "TopkBackward",
+       "kernels/cpu/sort.cpp sort (backward: kernels/cpu/index.cpp scatter_add)",
+       "kernels/cuda/sort.cu sort (backward: kernels/cuda/index.cu scatter_add)"},
       // linear algebra
       {"matmul", "core/ops/matmul.cpp", true, "MatmulBackward", GEMM_KERNELS},
       // softmax family and losses
@@ -66,7 +72,7 @@ const std::vector<OpInfo>& op_registry() {
       {"log_softmax", "core/ops/softmax.cpp", true, "LogSoftmaxBackward", SOFTMAX_KERNELS},
       {"cross_entropy", "core/ops/cross_entropy.cpp", true, "CrossEntropyBackward",
        "kernels/cpu/cross_entropy.cpp", "kernels/cuda/cross_entropy.cu"},
-      {"mse_loss", "core/ops/mse_loss.cpp", true, "(composite: sub, mul, mean)",
+      {"mse_loss", "core/ops/mse_loss.cpp", true, "MseLossBackward",
        "kernels/cpu/elementwise.cpp and kernels/cpu/reduce.cpp",
        "kernels/cuda/elementwise.cu and kernels/cuda/reduce.cu"},
       // comparisons and selection
@@ -101,8 +107,10 @@ const std::vector<OpInfo>& op_registry() {
       {"stack", "core/ops/cat.cpp", true, "(composite: unsqueeze, cat)", ELEMENTWISE_KERNELS},
       // convolution and pooling
       {"conv2d", "core/ops/conv2d.cpp", true, "Conv2dBackward",
-       "kernels/cpu/conv.cpp (+ conv_im2col.cpp, conv_implicit.cpp)",
-       "kernels/cuda/conv.cu (+ conv_im2col.cu, conv_implicit.cu, conv_bias.cu, conv_cudnn.cu)"},
+       "kernels/cpu/conv.cpp (+ conv_im2col.cpp, conv_implicit.cpp, conv_direct.cpp, "
+       "conv_grouped.cpp)",
+       "kernels/cuda/conv.cu (+ conv_im2col.cu, conv_implicit.cu, conv_direct.cu, "
+       "conv_grouped.cu, conv_bias.cu, conv_cudnn.cu)"},
       {"max_pool2d", "core/ops/pool2d.cpp", true, "MaxPool2dBackward", POOL_KERNELS},
       {"avg_pool2d", "core/ops/pool2d.cpp", true, "AvgPool2dBackward", POOL_KERNELS},
       // layout
@@ -159,6 +167,10 @@ const std::vector<std::string>& twice_differentiable_ops() {
       "clone", "to_dtype", "to_device", "narrow", "slice", "select",
       // added beside issue 27's other ops
       "fmod", "remainder", "cumsum", "split", "chunk",
+      // sort and topk (their backward is a recorded scatter_add)
+      "sort", "topk",
+      // softmax family, prod, convolution and pooling: recorded backward under create_graph
+      "softmax", "log_softmax", "prod", "conv2d", "max_pool2d", "avg_pool2d",
   };
   return ops;
 }
@@ -166,8 +178,7 @@ const std::vector<std::string>& twice_differentiable_ops() {
 const std::vector<std::string>& not_yet_twice_differentiable_ops() {
   // Their backward computes with a kernel (or an in-place copy_) and records no tape.
   static const std::vector<std::string> ops = {
-      "prod", "max", "min", "softmax", "log_softmax", "cross_entropy", "conv2d", "max_pool2d",
-      "avg_pool2d",
+      "max", "min", "cross_entropy",
       "scatter_add",  // when src reaches past index (a zero-padded copy_)
   };
   return ops;

@@ -109,9 +109,17 @@ Tensor& Tensor::requires_grad_(bool r) {
 Tensor Tensor::grad() const { return Tensor(checked()->grad); }
 
 void Tensor::set_grad(const Tensor& g) {
+  // PyTorch refuses a .grad of another dtype, shape or device ("assigned grad has data of a
+  // different type"): accumulation and the optimizers would carry the mismatch along.
   if (g.defined()) {
     EMBER_CHECK(g.shape() == shape(), "set_grad: gradient shape ", shape_str(g.shape()),
                 " does not match the tensor's shape ", shape_str(shape()));
+    EMBER_CHECK(g.dtype() == dtype(), "set_grad: the gradient is ", g.dtype(),
+                " but the tensor is ", dtype(), ": convert it first, set_grad(grad.to(", dtype(),
+                "))");
+    EMBER_CHECK_T(DeviceError, g.device() == device(), "set_grad: the gradient is on ", g.device(),
+                  " but the tensor is on ", device(), ": move it first, set_grad(grad.to(",
+                  device(), "))");
   }
   checked()->grad = g.impl_ptr();
 }
@@ -289,6 +297,12 @@ Tensor Tensor::fmod(const Scalar& o) const { return ember::fmod(*this, o); }
 Tensor Tensor::remainder(const Tensor& o) const { return ember::remainder(*this, o); }
 Tensor Tensor::remainder(const Scalar& o) const { return ember::remainder(*this, o); }
 Tensor Tensor::cumsum(int64_t d) const { return ember::cumsum(*this, d); }
+ValuesIndices Tensor::sort(int64_t d, bool descending, bool stable) const {
+  return ember::sort(*this, d, descending, stable);
+}
+ValuesIndices Tensor::topk(int64_t k, int64_t d, bool largest, bool sorted) const {
+  return ember::topk(*this, k, d, largest, sorted);
+}
 Tensor Tensor::relu() const { return ember::relu(*this); }
 Tensor Tensor::sigmoid() const { return ember::sigmoid(*this); }
 Tensor Tensor::tanh() const { return ember::tanh(*this); }

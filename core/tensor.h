@@ -30,6 +30,7 @@ class Node;
 }
 
 class Tensor;
+struct ValuesIndices;  // core/ops.h: the (values, indices) pair of max, sort, topk
 
 // How a factory should build its tensor. Converts implicitly from a DType or a Device, so
 // both `zeros({2, 3}, kFloat64)` and `zeros({2, 3}, TensorOptions().device("cuda"))` read well.
@@ -206,6 +207,9 @@ class Tensor {
   Tensor remainder(const Tensor& other) const;
   Tensor remainder(const Scalar& other) const;
   Tensor cumsum(int64_t dim) const;
+  // (values, indices) in order along dim (ember::sort, ember::topk: core/ops/sort.cpp).
+  ValuesIndices sort(int64_t dim = -1, bool descending = false, bool stable = false) const;
+  ValuesIndices topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
   Tensor relu() const;
   Tensor sigmoid() const;
   Tensor tanh() const;

@@ -13,6 +13,7 @@
 #include "kernels/random.h"
 #include "kernels/reduce.h"
 #include "kernels/softmax.h"
+#include "kernels/sort.h"
 
 namespace ember::kernels {
 
@@ -28,6 +29,7 @@ const Backend& cpu_backend() {
                                cpu::gemm_kernels,
                                cpu::optim_kernels,
                                cpu::random_kernels,
+                               cpu::sort_kernels,
                                nullptr};
   return backend;
 }
@@ -45,6 +47,7 @@ const Backend* cuda_backend() {
                                cuda::gemm_kernels,
                                cuda::optim_kernels,
                                cuda::random_kernels,
+                               cuda::sort_kernels,
                                &cuda::device_runtime};
   return &backend;
 #else

@@ -29,6 +29,7 @@ struct ConvKernels;
 struct GemmKernels;
 struct OptimKernels;
 struct RandomKernels;
+struct SortKernels;
 struct DeviceRuntime;
 
 struct Backend {
@@ -43,6 +44,7 @@ struct Backend {
   const GemmKernels& gemm;
   const OptimKernels& optim;
   const RandomKernels& random;
+  const SortKernels& sort;
   // Devices, streams, memory and graphs (kernels/device_runtime.h); nullptr for the CPU.
   const DeviceRuntime* runtime;
 };

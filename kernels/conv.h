@@ -1,6 +1,6 @@
 // ember/kernels/conv.h — the conv family: 2-d convolution, all tensors contiguous NCHW (see
-// kernels/conv_geometry.h for the letters): x [N, C, H, W], w [K, C, R, S], b [K] (nullable),
-// y [N, K, P, Q].
+// kernels/conv_geometry.h for the letters): x [N, C, H, W], w [K, C/groups, R, S], b [K]
+// (nullable), y [N, K, P, Q].
 //   CPU:  kernels/cpu/conv.cpp chooses between im2col + GEMM (kernels/cpu/conv_im2col.cpp) and
 //         an implicit GEMM on a batch-innermost layout (kernels/cpu/conv_implicit.cpp).
 //   CUDA: kernels/cuda/conv.cu chooses between im2col + GEMM (kernels/cuda/conv_im2col.cu), an
@@ -16,9 +16,10 @@
 namespace ember::kernels {
 
 // Which CUDA algorithm runs: Auto picks ember's faster native one for the shape (the rule is
-// written in kernels/cuda/conv.cu); Cudnn needs a build with cuDNN. The CPU has its own rule
-// and takes Auto only.
-enum class ConvAlgo { Auto, Im2colGemm, ImplicitGemm, Cudnn };
+// written in kernels/cuda/conv.cu); Direct is one plain sum per output (kernels/cuda/
+// conv_direct.cu, Auto's choice for depthwise layers); Cudnn needs a build with cuDNN. The CPU
+// has its own rule and takes Auto only. Every algorithm takes groups (ConvGeometry::groups).
+enum class ConvAlgo { Auto, Im2colGemm, ImplicitGemm, Cudnn, Direct };
 
 struct ConvKernels {
   void (*forward)(DType dtype, const ConvGeometry& g, const void* x, const void* w, const void* b,

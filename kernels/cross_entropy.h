@@ -14,6 +14,14 @@
 // taken as m_r + log(sum_c exp(logits[r, c] - m_r)) with m_r the row max, so it cannot overflow.
 // A row whose target equals ignore_index contributes loss 0 and weight 0.
 //
+// Label smoothing eps (0 <= eps <= 1; torch.nn.functional.cross_entropy's label_smoothing)
+// mixes the one-hot target with the uniform distribution, (1 - eps) * onehot(t) + eps / C:
+//   loss_r = (1 - eps) * w_t * (lse_r - logits[r, t]) + smooth_r
+//   smooth_r = eps / C * sum_c w_c * (lse_r - logits[r, c])        (0 for an ignored row)
+// and the mean divides both parts by the same weight sum, as PyTorch 1.13 does. The gradient
+// of smooth_r, with W = sum_c w_c (C without weights):
+//   d smooth_r / d logits[r, c] = eps / C * (W * softmax[r, c] - w_c)
+//
 // The backward needs two numbers per row, saved as stats[2, R] in the logits' dtype: the max m_r
 // and the log of the shifted sum, ls_r = log(sum_c exp(logits[r, c] - m_r)) (0 <= ls_r <= log C),
 // because softmax[r, c] = exp((logits[r, c] - m_r) - ls_r):
@@ -48,17 +56,22 @@ struct CrossEntropyKernels {
   //   out[0]        = sum_r loss_r (Sum) or sum_r loss_r / weight_sum (Mean; nan when 0/0).
   // For None, out and weight_sum may be nullptr. Every buffer is of `dtype`.
   void (*forward)(DType dtype, int64_t N, int64_t C, int64_t S, const void* logits,
-                  const int64_t* target, const void* weight, int64_t ignore_index, void* loss,
-                  void* stats, CrossEntropyReduction reduction, void* out, void* weight_sum);
+                  const int64_t* target, const void* weight, int64_t ignore_index,
+                  double label_smoothing, void* loss, void* stats, CrossEntropyReduction reduction,
+                  void* out, void* weight_sum);
 
-  // dlogits[n, c, s] = g_r * w_t * (exp((logits[n, c, s] - max_r) - logsum_r) - [c == t]) with
-  // r = n * S + s and g_r = grad[r * grad_stride] / divisor[0] (divisor: the forward's
-  // weight_sum for Mean, nullptr for None and Sum; grad_stride 0: one gradient for every row,
-  // as after a sum or mean). 0 for ignored rows.
+  // With r = n * S + s, a_r = (T)(g_r * (1 - eps) * w_t), b_r = (T)(g_r * eps / C):
+  //   dlogits[n, c, s] = (a_r + b_r * W) * exp((logits[n, c, s] - max_r) - logsum_r)
+  //                      - a_r * [c == t] - b_r * w_c
+  // where g_r = grad[r * grad_stride] / divisor[0] (divisor: the forward's weight_sum for Mean,
+  // nullptr for None and Sum; grad_stride 0: one gradient for every row, as after a sum or
+  // mean). 0 for ignored rows.
+  // weight_total: the 0-d W = sum_c w_c when there is a weight and label_smoothing > 0
+  // (nullptr otherwise: W = C).
   void (*backward)(DType dtype, int64_t N, int64_t C, int64_t S, const void* logits,
                    const int64_t* target, const void* weight, int64_t ignore_index,
-                   const void* stats, const void* grad, int64_t grad_stride, const void* divisor,
-                   void* dlogits);
+                   double label_smoothing, const void* weight_total, const void* stats,
+                   const void* grad, int64_t grad_stride, const void* divisor, void* dlogits);
 };
 
 namespace cpu {

@@ -3,10 +3,12 @@
 //   CPU:  kernels/cpu/pool.cpp.   CUDA: kernels/cuda/pool.cu.
 //
 // Max pooling keeps, per output, the flat index h * W + w of the chosen input in its plane
-// (PyTorch's convention), ties to the first in row-major window order, NaN wins; the backward
-// sends each output's gradient to that input (adding where windows overlap).
-// Average pooling divides by the full window size, padding included (PyTorch's default
-// count_include_pad = true); its backward spreads each gradient evenly over the window.
+// (PyTorch's convention), ties to the first in row-major window order, a NaN wins and of several
+// NaNs the last (PyTorch 1.13's rule); taps may be dilated. The backward sends each output's
+// gradient to that input (adding where windows overlap).
+// Average pooling divides by avg_pool_divisor (conv_geometry.h: the full window, clipped to the
+// padded input in ceil mode, or only its taps inside the plane without count_include_pad); its
+// backward spreads each gradient evenly over the window.
 #pragma once
 
 #include <cstdint>

@@ -66,31 +66,39 @@ void check_pool_input(const Layer& layer, const Tensor& x) {
 // ---- Conv2d ---------------------------------------------------------------------------------
 
 Conv2d::Conv2d(int64_t in, int64_t out, Size2 kernel, Size2 stride_, Size2 padding_,
-               Size2 dilation_, bool with_bias)
+               Size2 dilation_, int64_t groups_, bool with_bias)
     : in_channels(in),
       out_channels(out),
       kernel_size(kernel),
       stride(stride_),
       padding(padding_),
-      dilation(dilation_) {
+      dilation(dilation_),
+      groups(groups_) {
   EMBER_CHECK(in >= 1 && out >= 1, "Conv2d(in_channels=", in, ", out_channels=", out,
               "): both channel counts must be at least 1");
+  EMBER_CHECK(groups_ >= 1, "Conv2d: groups must be at least 1, got ", groups_,
+              " (the argument after dilation is groups, as in torch.nn.Conv2d; bias comes "
+              "after it)");
+  EMBER_CHECK(in % groups_ == 0 && out % groups_ == 0, "Conv2d(in_channels=", in,
+              ", out_channels=", out, ", groups=", groups_,
+              "): groups must divide both channel "
+              "counts (depthwise: groups = in_channels)");
   check_size("Conv2d", "kernel_size", kernel, 1);
   check_size("Conv2d", "stride", stride_, 1);
   check_size("Conv2d", "padding", padding_, 0);
   check_size("Conv2d", "dilation", dilation_, 1);
-  weight = register_parameter("weight", empty({out, in, kernel[0], kernel[1]}));
+  weight = register_parameter("weight", empty({out, in / groups_, kernel[0], kernel[1]}));
   bias = register_parameter("bias", with_bias ? empty({out}) : Tensor());
   reset_parameters();
 }
 
 Conv2d::Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_, int64_t padding_,
-               int64_t dilation_, bool with_bias)
+               int64_t dilation_, int64_t groups_, bool with_bias)
     : Conv2d(in, out, Size2{kernel, kernel}, Size2{stride_, stride_}, Size2{padding_, padding_},
-             Size2{dilation_, dilation_}, with_bias) {}
+             Size2{dilation_, dilation_}, groups_, with_bias) {}
 
 void Conv2d::reset_parameters() {
-  // As torch.nn.Conv2d: kaiming_uniform_(a = sqrt(5)) on the weight, fan_in = in * kh * kw,
+  // As torch.nn.Conv2d: kaiming_uniform_(a = sqrt(5)) on the weight, fan_in = in/groups*kh*kw,
   // which makes the bound 1 / sqrt(fan_in); the bias draws from the same interval.
   init::default_layer_init_(weight, bias);
 }
@@ -117,7 +125,7 @@ Tensor Conv2d::forward(const Tensor& x) {
               " but the layer's weight is ", dtype_name(weight.dtype()), ": convert the input "
               "with x.to(", dtype_name(weight.dtype()), ")",
               x.dtype() == kUInt8 ? " (pixels: data::ToTensor() scales them to 0..1)" : "");
-  return F::conv2d(x, weight, bias, stride, padding, dilation);
+  return F::conv2d(x, weight, bias, stride, padding, dilation, groups);
 }
 
 std::string Conv2d::extra_repr() const {
@@ -126,22 +134,30 @@ std::string Conv2d::extra_repr() const {
                   ", kernel_size=" + pair_str(kernel_size) + ", stride=" + pair_str(stride);
   if (padding != Size2{0, 0}) s += ", padding=" + pair_str(padding);
   if (dilation != Size2{1, 1}) s += ", dilation=" + pair_str(dilation);
+  if (groups != 1) s += ", groups=" + std::to_string(groups);
   if (!bias.defined()) s += ", bias=False";
   return s;
 }
 
 // ---- MaxPool2d / AvgPool2d ------------------------------------------------------------------
 
-MaxPool2d::MaxPool2d(Size2 kernel, Size2 stride_, Size2 padding_)
+MaxPool2d::MaxPool2d(Size2 kernel, Size2 stride_, Size2 padding_, Size2 dilation_,
+                     bool return_indices_, bool ceil_mode_)
     : kernel_size(kernel),
       stride(resolve_stride(stride_, kernel)),
       padding(padding_),
+      dilation(dilation_),
+      return_indices(return_indices_),
+      ceil_mode(ceil_mode_),
       square_(false) {
   check_pool("MaxPool2d", kernel, stride_, padding_);
+  check_size("MaxPool2d", "dilation", dilation_, 1);
 }
 
-MaxPool2d::MaxPool2d(int64_t kernel, int64_t stride_, int64_t padding_)
-    : MaxPool2d(Size2{kernel, kernel}, Size2{stride_, stride_}, Size2{padding_, padding_}) {
+MaxPool2d::MaxPool2d(int64_t kernel, int64_t stride_, int64_t padding_, int64_t dilation_,
+                     bool return_indices_, bool ceil_mode_)
+    : MaxPool2d(Size2{kernel, kernel}, Size2{stride_, stride_}, Size2{padding_, padding_},
+                Size2{dilation_, dilation_}, return_indices_, ceil_mode_) {
   square_ = true;
 }
 
@@ -150,24 +166,34 @@ Tensor MaxPool2d::forward(const Tensor& x) {
   return ember::max_pool2d(x, options());
 }
 
-std::string MaxPool2d::extra_repr() const {
-  // MaxPool2d's own fields; ember has no dilation or ceil_mode for pooling, so they print as
-  // PyTorch's defaults.
-  return "kernel_size=" + size_str(kernel_size, square_) + ", stride=" +
-         size_str(stride, square_) + ", padding=" + padding_str(padding, square_) +
-         ", dilation=1, ceil_mode=False";
+ValuesIndices MaxPool2d::forward_with_indices(const Tensor& x) {
+  check_pool_input(*this, x);
+  return ember::max_pool2d_with_indices(x, options());
 }
 
-AvgPool2d::AvgPool2d(Size2 kernel, Size2 stride_, Size2 padding_)
+std::string MaxPool2d::extra_repr() const {
+  // MaxPool2d's own fields, as PyTorch prints them (return_indices is not among them).
+  const std::string dil = dilation == Size2{1, 1} ? "1" : size_str(dilation, square_);
+  return "kernel_size=" + size_str(kernel_size, square_) + ", stride=" + size_str(stride, square_) +
+         ", padding=" + padding_str(padding, square_) + ", dilation=" + dil +
+         ", ceil_mode=" + (ceil_mode ? "True" : "False");
+}
+
+AvgPool2d::AvgPool2d(Size2 kernel, Size2 stride_, Size2 padding_, bool ceil_mode_,
+                     bool count_include_pad_)
     : kernel_size(kernel),
       stride(resolve_stride(stride_, kernel)),
       padding(padding_),
+      ceil_mode(ceil_mode_),
+      count_include_pad(count_include_pad_),
       square_(false) {
   check_pool("AvgPool2d", kernel, stride_, padding_);
 }
 
-AvgPool2d::AvgPool2d(int64_t kernel, int64_t stride_, int64_t padding_)
-    : AvgPool2d(Size2{kernel, kernel}, Size2{stride_, stride_}, Size2{padding_, padding_}) {
+AvgPool2d::AvgPool2d(int64_t kernel, int64_t stride_, int64_t padding_, bool ceil_mode_,
+                     bool count_include_pad_)
+    : AvgPool2d(Size2{kernel, kernel}, Size2{stride_, stride_}, Size2{padding_, padding_},
+                ceil_mode_, count_include_pad_) {
   square_ = true;
 }
 

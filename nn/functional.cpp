@@ -45,8 +45,8 @@ Tensor dropout(const Tensor& x, double p, bool training) {
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
-                     Reduction reduction, int64_t ignore_index) {
-  return ember::cross_entropy(input, target, weight, reduction, ignore_index);
+                     Reduction reduction, int64_t ignore_index, double label_smoothing) {
+  return ember::cross_entropy(input, target, weight, reduction, ignore_index, label_smoothing);
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
@@ -59,11 +59,12 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
               std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
-              std::array<int64_t, 2> dilation) {
+              std::array<int64_t, 2> dilation, int64_t groups) {
   Conv2dOptions options;
   options.stride = stride;
   options.padding = padding;
   options.dilation = dilation;
+  options.groups = groups;
   // ember::conv2d takes a batch; one image [C, H, W] goes through as a batch of one, as
   // F.conv2d accepts it.
   if (x.defined() && x.dim() == 3) {
@@ -73,26 +74,41 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
-              int64_t padding, int64_t dilation) {
-  return conv2d(x, weight, bias, {stride, stride}, {padding, padding}, {dilation, dilation});
+              int64_t padding, int64_t dilation, int64_t groups) {
+  return conv2d(x, weight, bias, {stride, stride}, {padding, padding}, {dilation, dilation},
+                groups);
 }
 
 Tensor max_pool2d(const Tensor& x, std::array<int64_t, 2> kernel_size,
-                  std::array<int64_t, 2> stride, std::array<int64_t, 2> padding) {
-  return ember::max_pool2d(x, Pool2dOptions{kernel_size, stride, padding});
+                  std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
+                  std::array<int64_t, 2> dilation, bool ceil_mode) {
+  return ember::max_pool2d(x, Pool2dOptions{kernel_size, stride, padding, dilation, ceil_mode});
 }
 
-Tensor max_pool2d(const Tensor& x, int64_t kernel_size, int64_t stride, int64_t padding) {
-  return max_pool2d(x, {kernel_size, kernel_size}, {stride, stride}, {padding, padding});
+Tensor max_pool2d(const Tensor& x, int64_t kernel_size, int64_t stride, int64_t padding,
+                  int64_t dilation, bool ceil_mode) {
+  return max_pool2d(x, {kernel_size, kernel_size}, {stride, stride}, {padding, padding},
+                    {dilation, dilation}, ceil_mode);
+}
+
+ValuesIndices max_pool2d_with_indices(const Tensor& x, std::array<int64_t, 2> kernel_size,
+                                      std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
+                                      std::array<int64_t, 2> dilation, bool ceil_mode) {
+  return ember::max_pool2d_with_indices(x, Pool2dOptions{kernel_size, stride, padding, dilation,
+                                                         ceil_mode});
 }
 
 Tensor avg_pool2d(const Tensor& x, std::array<int64_t, 2> kernel_size,
-                  std::array<int64_t, 2> stride, std::array<int64_t, 2> padding) {
-  return ember::avg_pool2d(x, Pool2dOptions{kernel_size, stride, padding});
+                  std::array<int64_t, 2> stride, std::array<int64_t, 2> padding, bool ceil_mode,
+                  bool count_include_pad) {
+  return ember::avg_pool2d(
+      x, Pool2dOptions{kernel_size, stride, padding, {1, 1}, ceil_mode, count_include_pad});
 }
 
-Tensor avg_pool2d(const Tensor& x, int64_t kernel_size, int64_t stride, int64_t padding) {
-  return avg_pool2d(x, {kernel_size, kernel_size}, {stride, stride}, {padding, padding});
+Tensor avg_pool2d(const Tensor& x, int64_t kernel_size, int64_t stride, int64_t padding,
+                  bool ceil_mode, bool count_include_pad) {
+  return avg_pool2d(x, {kernel_size, kernel_size}, {stride, stride}, {padding, padding}, ceil_mode,
+                    count_include_pad);
 }
 
 Tensor one_hot(const Tensor& labels, int64_t num_classes, DType dtype) {

@@ -30,9 +30,11 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 // returns x itself. p must lie in [0, 1).
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
 
-// logits [N, C], target int64 [N] of class indices, optional per-class weight [C].
+// logits [N, C], target int64 [N] of class indices (or float [N, C] class probabilities),
+// optional per-class weight [C], label_smoothing in [0, 1] (core/ops/cross_entropy.cpp).
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
-                     Reduction reduction = Reduction::Mean, int64_t ignore_index = -100);
+                     Reduction reduction = Reduction::Mean, int64_t ignore_index = -100,
+                     double label_smoothing = 0.0);
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 
 // Merges dims start_dim..end_dim into one. The defaults are torch.flatten's (everything into
@@ -43,21 +45,32 @@ Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
 // Sizes are braced {height, width} pairs or, in the second form of each, one int for both.
 // x [N, C, H, W] or [C, H, W] (one image); see ember::conv2d / max_pool2d in core/ops.h.
 
-// x [N, C, H, W], weight [K, C, R, S], bias [K] or undefined -> [N, K, P, Q].
+// x [N, C, H, W], weight [K, C/groups, R, S], bias [K] or undefined -> [N, K, P, Q].
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
               std::array<int64_t, 2> stride, std::array<int64_t, 2> padding = {0, 0},
-              std::array<int64_t, 2> dilation = {1, 1});
+              std::array<int64_t, 2> dilation = {1, 1}, int64_t groups = 1);
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
-              int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1);
+              int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
 
 // stride {0, 0} (or 0) means "the kernel size", PyTorch's stride=None. Seed 002's
 // F.max_pool2d(x, (2, 2)) is F::max_pool2d(x, {2, 2}).
+// The later arguments in F's order: max_pool2d(..., dilation, ceil_mode), avg_pool2d(...,
+// ceil_mode, count_include_pad); return_indices=True is max_pool2d_with_indices.
 Tensor max_pool2d(const Tensor& x, std::array<int64_t, 2> kernel_size,
-                  std::array<int64_t, 2> stride = {0, 0}, std::array<int64_t, 2> padding = {0, 0});
-Tensor max_pool2d(const Tensor& x, int64_t kernel_size, int64_t stride = 0, int64_t padding = 0);
+                  std::array<int64_t, 2> stride = {0, 0}, std::array<int64_t, 2> padding = {0, 0},
+                  std::array<int64_t, 2> dilation = {1, 1}, bool ceil_mode = false);
+Tensor max_pool2d(const Tensor& x, int64_t kernel_size, int64_t stride = 0, int64_t padding = 0,
+                  int64_t dilation = 1, bool ceil_mode = false);
+ValuesIndices max_pool2d_with_indices(const Tensor& x, std::array<int64_t, 2> kernel_size,
+                                      std::array<int64_t, 2> stride = {0, 0},
+                                      std::array<int64_t, 2> padding = {0, 0},
+                                      std::array<int64_t, 2> dilation = {1, 1},
+                                      bool ceil_mode = false);
 Tensor avg_pool2d(const Tensor& x, std::array<int64_t, 2> kernel_size,
-                  std::array<int64_t, 2> stride = {0, 0}, std::array<int64_t, 2> padding = {0, 0});
-Tensor avg_pool2d(const Tensor& x, int64_t kernel_size, int64_t stride = 0, int64_t padding = 0);
+                  std::array<int64_t, 2> stride = {0, 0}, std::array<int64_t, 2> padding = {0, 0},
+                  bool ceil_mode = false, bool count_include_pad = true);
+Tensor avg_pool2d(const Tensor& x, int64_t kernel_size, int64_t stride = 0, int64_t padding = 0,
+                  bool ceil_mode = false, bool count_include_pad = true);
 
 // ---- labels ----------------------------------------------------------------------------------
 // Class indices -> one-hot rows: labels int64 [*] with values in [0, num_classes) becomes

@@ -6,8 +6,13 @@
 
 namespace ember::nn {
 
-CrossEntropyLoss::CrossEntropyLoss(Tensor w, Reduction reduction, int64_t ignore_index)
-    : Loss(reduction), ignore_index(ignore_index) {
+CrossEntropyLoss::CrossEntropyLoss(Tensor w, Reduction reduction, int64_t ignore_index,
+                                   double label_smoothing)
+    : Loss(reduction), ignore_index(ignore_index), label_smoothing(label_smoothing) {
+  EMBER_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
+              "CrossEntropyLoss: "
+              "label_smoothing must be between 0.0 and 1.0, got ",
+              label_smoothing);
   if (w.defined()) {
     EMBER_CHECK(w.dim() == 1 && is_floating(w.dtype()), "CrossEntropyLoss: the class weight must "
                 "be a 1-d float tensor with one entry per class, got ", w.dtype(), " of shape ",
@@ -23,7 +28,7 @@ Tensor CrossEntropyLoss::forward(const Tensor& input, const Tensor& target) {
                 "CrossEntropyLoss: the class weight is on ", weight.device(), " but the input is "
                 "on ", input.device(), ": move the loss with criterion->to(device) (or "
                 "criterion->cuda()); its weight is a buffer and moves with it");
-  return F::cross_entropy(input, target, weight, reduction, ignore_index);
+  return F::cross_entropy(input, target, weight, reduction, ignore_index, label_smoothing);
 }
 
 Tensor MSELoss::forward(const Tensor& input, const Tensor& target) {

@@ -25,20 +25,23 @@ class Loss : public Module {
 };
 
 // -log softmax(input)[target], per sample, from raw scores (logits): the model's last layer
-// should not apply softmax. input [N, C], target int64 [N] with values in [0, C).
+// should not apply softmax. input [N, C], target int64 [N] with values in [0, C), or a float
+// target [N, C] of class probabilities (soft labels, e.g. from mixup).
 // weight, if given, is a float [C] rescaling each class's loss; with Mean reduction the sum is
 // divided by the total weight of the counted samples. Samples whose target is ignore_index
-// count for nothing.
+// count for nothing. label_smoothing in [0, 1] moves that share of the target evenly onto all
+// classes (torch.nn.CrossEntropyLoss(label_smoothing=0.1)).
 class CrossEntropyLoss : public Loss {
  public:
   explicit CrossEntropyLoss(Tensor weight = Tensor(), Reduction reduction = Reduction::Mean,
-                            int64_t ignore_index = -100);
+                            int64_t ignore_index = -100, double label_smoothing = 0.0);
   Tensor forward(const Tensor& input, const Tensor& target) override;
   std::string name() const override { return "CrossEntropyLoss"; }
 
   // The registered buffer "weight" (undefined without class weights); it moves with to().
   Tensor weight;
   const int64_t ignore_index;
+  const double label_smoothing;
 };
 
 // (input - target)^2, elementwise, then reduced. input and target have the same shape.

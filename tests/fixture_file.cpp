@@ -517,6 +517,19 @@ const std::map<std::string, OpCall>& fixture_dispatch() {
          return Outputs{amin(x[0], a.shape("dims"), a.b("keepdim"))};
        }},
       {"cumsum", [](const Inputs& x, const Args& a) { return Outputs{cumsum(x[0], a.i("dim"))}; }},
+      {"sort", [](const Inputs& x, const Args& a) {
+         const ValuesIndices r = sort(x[0], a.i("dim"), a.b("descending"), a.b("stable"));
+         return Outputs{r.values, r.indices};
+       }},
+      {"topk", [](const Inputs& x, const Args& a) {
+         const int64_t dim = a.i("dim");
+         const ValuesIndices r = topk(x[0], a.i("k"), dim, a.b("largest"), a.b("sorted"));
+         if (a.b("sorted")) return Outputs{r.values, r.indices};
+         // sorted=False: PyTorch's order is open, so the fixture lists the k picks in the order
+         // of their positions (make_differential.py's tk_by_position); so do we.
+         const Tensor order = sort(r.indices, dim).indices;
+         return Outputs{gather(r.values, dim, order), gather(r.indices, dim, order)};
+       }},
       {"any", [](const Inputs& x, const Args& a) {
          if (!a.has("dim")) return Outputs{any(x[0])};
          return Outputs{any(x[0], a.i("dim"), a.b("keepdim"))};
@@ -534,7 +547,9 @@ const std::map<std::string, OpCall>& fixture_dispatch() {
        }},
       {"cross_entropy", [](const Inputs& x, const Args& a) {
          const Tensor weight = x.size() > 2 ? x[2] : Tensor();
-         return Outputs{cross_entropy(x[0], x[1], weight, a.reduction(), a.i("ignore_index"))};
+         const double smoothing = a.has("label_smoothing") ? a.d("label_smoothing") : 0.0;
+         return Outputs{
+             cross_entropy(x[0], x[1], weight, a.reduction(), a.i("ignore_index"), smoothing)};
        }},
       {"mse_loss", [](const Inputs& x, const Args& a) {
          return Outputs{mse_loss(x[0], x[1], a.reduction())};
@@ -591,6 +606,7 @@ const std::map<std::string, OpCall>& fixture_dispatch() {
          o.stride = a.pair("stride");
          o.padding = a.pair("padding");
          o.dilation = a.pair("dilation");
+         if (a.has("groups")) o.groups = a.i("groups");
          return Outputs{conv2d(x[0], x[1], x.size() > 2 ? x[2] : Tensor(), o)};
        }},
       {"max_pool2d", [](const Inputs& x, const Args& a) {
@@ -598,6 +614,12 @@ const std::map<std::string, OpCall>& fixture_dispatch() {
          o.kernel_size = a.pair("kernel_size");
          o.stride = a.pair("stride");  // [0, 0]: the kernel size
          o.padding = a.pair("padding");
+         if (a.has("dilation")) o.dilation = a.pair("dilation");
+         if (a.has("ceil_mode")) o.ceil_mode = a.b("ceil_mode");
+         if (a.has("return_indices") && a.b("return_indices")) {
+           const ValuesIndices vi = max_pool2d_with_indices(x[0], o);
+           return Outputs{vi.values, vi.indices};
+         }
          return Outputs{max_pool2d(x[0], o)};
        }},
       {"avg_pool2d", [](const Inputs& x, const Args& a) {
@@ -605,6 +627,8 @@ const std::map<std::string, OpCall>& fixture_dispatch() {
          o.kernel_size = a.pair("kernel_size");
          o.stride = a.pair("stride");
          o.padding = a.pair("padding");
+         if (a.has("ceil_mode")) o.ceil_mode = a.b("ceil_mode");
+         if (a.has("count_include_pad")) o.count_include_pad = a.b("count_include_pad");
          return Outputs{avg_pool2d(x[0], o)};
        }},
       {"view", [](const Inputs& x, const Args& a) { return Outputs{view(x[0], a.shape("shape"))}; }},

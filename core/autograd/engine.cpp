@@ -192,6 +192,8 @@ std::unordered_map<Node*, Tensor> execute(const std::vector<Root>& roots, bool r
 }
 
 // The gradient a root starts with: the given one (checked), or 1 for a one-element tensor.
+// A given gradient of another dtype is converted to the root's, as PyTorch 1.13 does (it
+// accepts any dtype there, integers and bool included); its shape and device must match.
 Tensor root_gradient(const char* api, const Tensor& root, const Tensor& grad_in) {
   if (!grad_in.defined()) {
     if (root.numel() != 1) {
@@ -207,10 +209,10 @@ Tensor root_gradient(const char* api, const Tensor& root, const Tensor& grad_in)
   }
   EMBER_CHECK_T(AutogradError, grad_in.shape() == root.shape(), api, ": gradient has shape ",
                 shape_str(grad_in.shape()), " but the tensor has shape ", shape_str(root.shape()));
-  EMBER_CHECK_T(AutogradError, grad_in.dtype() == root.dtype() && grad_in.device() == root.device(),
-                api, ": gradient is ", grad_in.dtype(), " on ", grad_in.device(),
-                " but the tensor is ", root.dtype(), " on ", root.device());
-  return grad_in;
+  EMBER_CHECK_T(AutogradError, grad_in.device() == root.device(), api, ": gradient is on ",
+                grad_in.device(), " but the tensor is on ", root.device(),
+                ": move the gradient with .to(", root.device(), ")");
+  return grad_in.dtype() == root.dtype() ? grad_in : grad_in.to(root.dtype());
 }
 
 }  // namespace

@@ -54,6 +54,12 @@ SavedTensor::SavedTensor(const Tensor& t) {
     t_building.back().saved.push_back({t.storage().get(), t.offset(), {"", t.shape(), t.dtype()}});
 }
 
+SavedTensor::SavedTensor(const Tensor& data, const Tensor& source) : SavedTensor(data) {
+  if (!data.defined() || !source.defined() || source.storage() == data.storage()) return;
+  source_ = source.detach();
+  source_version_ = source.version();
+}
+
 Tensor SavedTensor::unpack(const Node& owner, const char* what) const {
   if (owner.released) {
     throw AutogradError(
@@ -62,11 +68,14 @@ Tensor SavedTensor::unpack(const Node& owner, const char* what) const {
         "retain_graph=true to the first backward() if you need to go through the graph again, "
         "or run the forward pass again");
   }
-  if (data_.defined() && data_.version() != saved_version_) {
+  const bool source_changed = source_.defined() && source_.version() != source_version_;
+  if ((data_.defined() && data_.version() != saved_version_) || source_changed) {
+    const Tensor& changed = source_changed ? source_ : data_;
     throw AutogradError(detail::concat(
         "a tensor that ", owner.name(), " saved for backward (", what, ", shape ",
-        shape_str(data_.shape()), ") was modified by an in-place operation: it was at version ",
-        saved_version_, " and is now at version ", data_.version(),
+        shape_str(changed.shape()), ") was modified by an in-place operation: it was at version ",
+        source_changed ? source_version_ : saved_version_, " and is now at version ",
+        changed.version(),
         ". Use an out-of-place op (x = x + y instead of x.add_(y)) or clone() the tensor first"));
   }
   // create_graph: hand back an alias that is attached to the graph again, so that what the
@@ -143,20 +152,28 @@ Node::~Node() {
 
 int64_t Node::live_count() { return g_live_nodes.load(); }
 
+namespace {
+// A leaf's first .grad is a row-major copy. PyTorch lays a leaf's gradient out like the leaf
+// (its "layout contract"); ember's leaves are row-major, and the fused optimizer kernels read
+// .grad as one flat buffer. clone() alone keeps a transposed gradient transposed.
+Tensor row_major_copy(const Tensor& g) { return g.is_contiguous() ? g.clone() : g.contiguous(); }
+}  // namespace
+
 std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output) {
   TensorImpl* v = variable_.get();
   if (is_grad_enabled()) {
     // create_graph: .grad keeps its graph (out of place, as PyTorch does), so that a gradient
     // penalty or a Hessian-vector product can differentiate it again.
-    v->grad =
-        v->grad ? add(Tensor(v->grad), grad_output).impl_ptr() : grad_output.clone().impl_ptr();
+    v->grad = v->grad ? add(Tensor(v->grad), grad_output).impl_ptr()
+                      : row_major_copy(grad_output).impl_ptr();
   } else if (!v->grad) {
     // Keep the incoming buffer when nobody else can see it; otherwise copy, so that a later
     // in-place accumulation cannot write into someone else's tensor.
     const bool exclusive = grad_output.impl_ptr().use_count() == 1 &&
                            grad_output.storage().use_count() == 1 && grad_output.is_contiguous() &&
                            grad_output.offset() == 0;
-    v->grad = exclusive ? grad_output.detach().impl_ptr() : grad_output.clone().impl_ptr();
+    v->grad = exclusive ? grad_output.detach().impl_ptr()
+                        : row_major_copy(grad_output).detach().impl_ptr();
   } else {
     Tensor(v->grad).add_(grad_output);
   }

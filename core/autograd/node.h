@@ -36,10 +36,25 @@ struct Edge {
 // op's own output therefore creates no reference cycle) and the storage version at save time.
 // unpack() refuses to hand back data that an in-place op has changed since, because the
 // gradient computed from it would be silently wrong.
+//
+// The rule (PyTorch's, the one users know): backward raises "modified by an in-place
+// operation" exactly when a tensor that PyTorch's formula for the op saves was changed in
+// place after the forward — whatever its layout, and only those tensors. So an op card saves
+//   - what PyTorch saves, as the user's tensor: SavedTensor(t); when the kernels need a copy
+//     of it (contiguous(), a cast), SavedTensor(copy, t), which reads the copy but checks t;
+//   - a tensor PyTorch saves only to check it (gather's self, max_pool2d's input), saved
+//     and unpacked all the same;
+//   - nothing of an input PyTorch does not save: cross_entropy's logits (PyTorch saves the
+//     log-softmax it computed) are a private copy, so changing logits afterwards is allowed.
+// Intermediate results an op computes on the side (row statistics, indices) are its own and
+// never change. docs/autograd.md lists what each op saves.
 class SavedTensor {
  public:
   SavedTensor() = default;
   explicit SavedTensor(const Tensor& t);
+  // `data` is what the backward reads, a copy the op made of `source`; the version check
+  // follows `source` too (the gradient edge stays data's own, as the one-argument form).
+  SavedTensor(const Tensor& data, const Tensor& source);
   // The saved tensor. In a backward pass with create_graph (grad mode on) it comes back
   // attached to the graph again — to the edge of the input it was, or to `owner` when it is
   // owner's own output — so a gradient computed from it can itself be differentiated
@@ -50,12 +65,15 @@ class SavedTensor {
   bool requires_grad(const Node& owner) const;
   void reset() {
     data_ = Tensor();
+    source_ = Tensor();
     edge_ = Edge{};
   }
 
  private:
   Tensor data_;
   int64_t saved_version_ = 0;
+  Tensor source_;  // the tensor `data_` was copied from, when it is another storage
+  int64_t source_version_ = 0;
   // Where a gradient of the saved tensor goes, when it required grad at save time (an input of
   // the op that is a parameter or was computed from one). Used only under create_graph.
   Edge edge_;

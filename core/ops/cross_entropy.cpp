@@ -9,10 +9,23 @@
 //           Mean -> sum_r loss_r / sum_r w[t_r] over the rows not ignored (the weighted mean,
 //           exactly as torch.nn.functional.cross_entropy; without a weight, divided by the number
 //           of rows not ignored; nan when every row is ignored, as in PyTorch).
+//           label_smoothing eps in [0, 1] trains towards (1 - eps) * onehot(t) + eps / C:
+//             loss_r = (1 - eps) * w[t_r] * (lse_r - logits[r, t_r])
+//                      + eps / C * sum_c w[c] * (lse_r - logits[r, c])
+//           and Mean divides the whole by sum_r w[t_r] over the rows not ignored, as above
+//           (PyTorch 1.13's formula, which divides its two parts by that same sum).
+//           Probability targets (target float, shaped like logits, each row a distribution q):
+//             loss_r = -sum_c w[c] * q'[r, c] * log softmax(logits_r)[c],
+//             q' = (1 - eps) * q + eps / C;   Mean divides by the number of rows.
+//           This form is composed of differentiable ops (log_softmax, mul, sum), so it needs no
+//           kernel or backward of its own, has a gradient for target too, and rejects
+//           ignore_index (PyTorch does).
 // Backward  d lse_r / d logits[r, c] = softmax[r, c] and d logits[r, t] / d logits[r, c] is
 //           [c == t], so  dL/dlogits[r, c] = g_r * w[t_r] * (softmax[r, c] - [c == t_r])
 //           where g_r = dL/dloss_r (None), dL/dout (Sum) or dL/dout / sum w (Mean); 0 for ignored
-//           rows. softmax[r, c] = exp((logits[r, c] - max_r) - logsum_r) from the two saved row
+//           rows. With label smoothing a row adds eps / C * (W * softmax[r, c] - w[c]),
+//           W = sum_c w[c] (C without a weight).
+//           softmax[r, c] = exp((logits[r, c] - max_r) - logsum_r) from the two saved row
 //           statistics (not from a rounded lse_r, which would cost float32 logits of 1e4 four
 //           digits of their gradient: kernels/cross_entropy.h). One fused kernel.
 //           No gradient for target (integers) or weight (PyTorch has none either).
@@ -21,8 +34,11 @@
 //           [0, C) or == ignore_index; weight [C] (optional).
 // Dtypes    logits float32 or float64 (the output's dtype); target int64; weight of the logits'
 //           dtype.
-// Saved     logits, target, weight (contiguous), the row stats [2, R] (max, log of the shifted
-//           sum; R = N * d1 * ... * dk), and the divisor of the mean.
+// Saved     a private copy of logits (PyTorch saves the log-softmax it computed, never the
+//           input: changing logits in place after the loss is allowed), target and weight
+//           (contiguous; version-checked like PyTorch's nll_loss), the row stats [2, R] (max,
+//           log of the shifted sum; R = N * d1 * ... * dk), the divisor of the mean, and with
+//           label smoothing and a weight W = sum_c w[c].
 // Kernels   CPU: kernels/cpu/cross_entropy.cpp cross_entropy_forward, cross_entropy_backward.
 //           CUDA: kernels/cuda/cross_entropy.cu. On both, the reduced loss and the mean's
 //           divisor stay in the device's memory (kernels/cross_entropy.h).
@@ -40,6 +56,8 @@ struct CrossEntropyBackward final : ops::Node {
   ops::SavedTensor logits, target, weight, stats;
   Reduction reduction = Reduction::Mean;
   int64_t ignore_index = -100;
+  double label_smoothing = 0.0;
+  Tensor weight_total;  // label smoothing with a weight: the 0-d sum_c w[c]
   Tensor divisor;  // Mean: the 0-d sum of weights, left where the kernels wrote it
   std::string name() const override { return "CrossEntropyBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
@@ -54,11 +72,10 @@ struct CrossEntropyBackward final : ops::Node {
     const int64_t grad_stride = reduction == Reduction::None ? 1 : 0;
     const void* wp = w.defined() ? w.raw_data() : nullptr;
     const int64_t N = x.size(0), C = x.size(1), S = x.numel() / std::max<int64_t>(N * C, 1);
-    KernelsOn(x)->cross_entropy.backward(x.dtype(), N, C, S, x.raw_data(), t.data_ptr<int64_t>(),
-                                         wp, ignore_index, st.raw_data(), gc.raw_data(),
-                                         grad_stride,
-                                         divisor.defined() ? divisor.raw_data() : nullptr,
-                                         gx.raw_data());
+    KernelsOn(x)->cross_entropy.backward(
+        x.dtype(), N, C, S, x.raw_data(), t.data_ptr<int64_t>(), wp, ignore_index, label_smoothing,
+        weight_total.defined() ? weight_total.raw_data() : nullptr, st.raw_data(), gc.raw_data(),
+        grad_stride, divisor.defined() ? divisor.raw_data() : nullptr, gx.raw_data());
     return {gx};
   }
   void release_saved() override {
@@ -67,30 +84,88 @@ struct CrossEntropyBackward final : ops::Node {
     weight.reset();
     stats.reset();
     divisor = Tensor();
+    weight_total = Tensor();
   }
 };
+// Probability targets: a composition of differentiable ops (see the card above).
+Tensor cross_entropy_probabilities(const Tensor& logits, const Tensor& target, const Tensor& weight,
+                                   Reduction reduction, int64_t ignore_index,
+                                   double label_smoothing) {
+  const char* op = "cross_entropy";
+  EMBER_CHECK(ignore_index == -100, "cross_entropy: ignore_index (", ignore_index,
+              ") applies to "
+              "class-index targets only; with probability targets (a float target) give a row "
+              "of zeros instead, or leave ignore_index at its default -100");
+  EMBER_CHECK(logits.dim() >= 1, "cross_entropy: logits must be [N, C], [N, C, d1, ..., dk] or "
+                                 "[C], got a 0-d tensor");
+  EMBER_CHECK(target.shape() == logits.shape(),
+              "cross_entropy: target must hold int64 class "
+              "indices, got ",
+              target.dtype(), " of shape ", shape_str(target.shape()),
+              "; a float "
+              "target holds class probabilities and needs the shape of logits ",
+              shape_str(logits.shape()), " (for class indices convert with .to(ember::kInt64))");
+  ops::check_same_device(op, logits, target);
+  const int64_t class_dim = logits.dim() == 1 ? 0 : 1;
+  const int64_t C = logits.size(class_dim);
+  Tensor q = target;
+  if (label_smoothing > 0.0)
+    q = add(mul(target, Scalar(1.0 - label_smoothing)),
+            Scalar(label_smoothing / static_cast<double>(C)));
+  Tensor terms = mul(log_softmax(logits, class_dim), q);
+  if (weight.defined()) {
+    ops::check_same_device(op, logits, weight);
+    EMBER_CHECK(weight.shape() == Shape{C}, "cross_entropy: weight must have shape [", C,
+                "] (one per class of logits ", shape_str(logits.shape()), "), got ",
+                shape_str(weight.shape()));
+    Shape w_shape(logits.dim(), 1);  // [1, C, 1, ..., 1]: one weight per class
+    w_shape[class_dim] = C;
+    terms = mul(terms, weight.reshape(w_shape));
+  }
+  switch (reduction) {
+    case Reduction::None: return neg(sum(terms, {class_dim}));
+    case Reduction::Sum: return neg(sum(terms));
+    case Reduction::Mean:
+    default:
+      // Divided by the number of rows: nan for no rows (0 / 0), as in PyTorch.
+      const int64_t rows = C > 0 ? logits.numel() / C : 0;
+      return div(neg(sum(terms)), Scalar(static_cast<double>(rows)));
+  }
+}
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight,
-                     Reduction reduction, int64_t ignore_index) {
+                     Reduction reduction, int64_t ignore_index, double label_smoothing) {
   const char* op = "cross_entropy";
   ops::check_defined(op, logits, "logits");
   ops::check_defined(op, target, "target");
+  EMBER_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
+              "cross_entropy: label_smoothing "
+              "must be between 0.0 and 1.0 (the share of the target spread over all classes), "
+              "got ",
+              label_smoothing);
+  if (is_floating(target.dtype())) {
+    ops::check_float(op, logits);
+    return cross_entropy_probabilities(logits, target, weight, reduction, ignore_index,
+                                       label_smoothing);
+  }
   if (logits.dim() == 1) {
     // One sample: logits [C] and a 0-d class index, as PyTorch accepts.
     EMBER_CHECK(target.dim() == 0, "cross_entropy: logits of shape ", shape_str(logits.shape()),
                 " are one sample and need a 0-d target (one class index), got target shape ",
                 shape_str(target.shape()));
     Tensor out = cross_entropy(logits.unsqueeze(0), target.reshape({1}), weight, reduction,
-                               ignore_index);
+                               ignore_index, label_smoothing);
     return reduction == Reduction::None ? out.reshape({}) : out;
   }
   EMBER_CHECK(logits.dim() >= 2, "cross_entropy: logits must be [N, C], [N, C, d1, ..., dk] or "
               "[C] (with a 0-d target), got a 0-d tensor");
   ops::check_float(op, logits);
   ops::check_same_device(op, logits, target);
-  EMBER_CHECK(target.dtype() == kInt64, "cross_entropy: target must hold int64 class indices, "
-              "got ", target.dtype(), " (convert with .to(ember::kInt64))");
+  EMBER_CHECK(target.dtype() == kInt64,
+              "cross_entropy: target must hold int64 class indices "
+              "(or float class probabilities shaped like logits), got ",
+              target.dtype(), " (convert with .to(ember::kInt64))");
   // Rows: N samples times the positions d1 * ... * dk (S of them) of each.
   const int64_t N = logits.size(0), C = logits.size(1);
   Shape target_shape = logits.shape();
@@ -128,7 +203,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
                                     " is out of range for ", C, " classes (valid: 0 to ", C - 1,
                                     ", or ignore_index ", ignore_index, ")"));
   }
-  const Tensor x = logits.detach().contiguous();
+  // A private copy: the backward reads these values, and PyTorch lets the caller change logits
+  // in place after the loss (it saves its own log-softmax), so no alias of logits is kept.
+  const Tensor x = logits.is_contiguous() ? logits.detach().clone() : logits.detach().contiguous();
   const Tensor w = weight.defined() ? weight.detach().contiguous() : Tensor();
   const void* wp = w.defined() ? w.raw_data() : nullptr;
   Tensor loss = ops::new_output(target_shape, logits);
@@ -144,7 +221,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
                    : reduction == Reduction::Sum ? kernels::CrossEntropyReduction::Sum
                                                  : kernels::CrossEntropyReduction::Mean;
   KernelsOn(x)->cross_entropy.forward(x.dtype(), N, C, S, x.raw_data(), t.data_ptr<int64_t>(), wp,
-                                      ignore_index, loss.raw_data(), stats.raw_data(), red,
+                                      ignore_index, label_smoothing, loss.raw_data(),
+                                      stats.raw_data(), red,
                                       out.defined() ? out.raw_data() : nullptr,
                                       weight_sum.defined() ? weight_sum.raw_data() : nullptr);
   if (reduction == Reduction::None) out = loss;
@@ -152,11 +230,13 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
   if (autograd::grad_needed({&logits})) {
     auto node = std::make_shared<CrossEntropyBackward>();
     node->logits = ops::SavedTensor(x);
-    node->target = ops::SavedTensor(t);
-    if (w.defined()) node->weight = ops::SavedTensor(w);
+    node->target = ops::SavedTensor(t, target);
+    if (w.defined()) node->weight = ops::SavedTensor(w, weight);
     node->stats = ops::SavedTensor(stats);
     node->reduction = reduction;
     node->ignore_index = ignore_index;
+    node->label_smoothing = label_smoothing;
+    if (label_smoothing > 0.0 && w.defined()) node->weight_total = sum(w);
     node->divisor = divisor;
     autograd::connect(node, out, {&logits});
   }

@@ -14,9 +14,13 @@
 // Shapes    index.dim() == a.dim() (== src.dim()); index.size(k) <= a.size(k) for k != d;
 //           index.size(k) <= src.size(k) for every k. gather's output has index's shape.
 //           Index values in [0, a.size(d)). As in PyTorch, only the index's extent is used.
+//           gather counts a 0-d a or index as one dim of size 1, as PyTorch does: a 0-d a
+//           takes a 0-d or 1-d index (dim 0 or -1), a 1-d a a 0-d index; the output has
+//           index's shape (0-d for a 0-d index).
 // Dtypes    a's dtype (scatter_add: src of a's dtype; bool scatter_add is a logical or, counted in
 //           int64); index int64.
-// Saved     the index (int64, never differentiated) and d.
+// Saved     the index (int64, never differentiated) and d; gather also saves a, only so that
+//           changing a in place before the backward is refused as in PyTorch (which saves it).
 // Kernels   CPU: kernels/cpu/index.cpp gather, scatter_add (line by line along d; scatter_add
 //           splits lines across threads, so repeated indices never race).
 //           CUDA: kernels/cuda/index.cu, the same functions; index checks wait for the GPU.
@@ -94,13 +98,17 @@ Lines make_lines(const Tensor& out, const Tensor& index, const Tensor& in, int64
 
 struct GatherBackward final : ops::Node {
   int64_t dim = 0;
-  ops::SavedTensor index;
+  ops::SavedTensor index, self;  // self: only version-checked (PyTorch's rule, autograd/node.h)
   std::string name() const override { return "GatherBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
     const Tensor ix = index.unpack(*this, "index");
+    self.unpack(*this, "self");
     return {scatter_add(zeros(input_shapes[0], g.options()), dim, ix, g)};
   }
-  void release_saved() override { index.reset(); }
+  void release_saved() override {
+    index.reset();
+    self.reset();
+  }
 };
 
 struct ScatterAddBackward final : ops::Node {
@@ -131,6 +139,13 @@ struct ScatterAddBackward final : ops::Node {
 }  // namespace
 
 Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
+  if (a.defined() && index.defined() && (a.dim() == 0 || index.dim() == 0)) {
+    // A 0-d tensor counts as one dim of size 1 (PyTorch's rule); the reshapes carry the
+    // gradient back to a's own shape.
+    const Tensor out = gather(a.dim() == 0 ? a.reshape({1}) : a, dim,
+                              index.dim() == 0 ? index.reshape({1}) : index);
+    return index.dim() == 0 ? out.reshape({}) : out;
+  }
   const int64_t d = check_index_args("gather", a, dim, index);
   const Tensor ix = index.contiguous();
   check_index_values("gather", ix, d, a.shape()[d]);
@@ -141,7 +156,8 @@ Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<GatherBackward>();
     node->dim = d;
-    node->index = ops::SavedTensor(ix);
+    node->index = ops::SavedTensor(ix, index);
+    node->self = ops::SavedTensor(a);
     autograd::connect(node, out, {&a});
   }
   return out;
@@ -179,7 +195,7 @@ Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tens
   if (autograd::grad_needed({&a, &src})) {
     auto node = std::make_shared<ScatterAddBackward>();
     node->dim = d;
-    node->index = ops::SavedTensor(ix);
+    node->index = ops::SavedTensor(ix, index);
     autograd::connect(node, out, {&a, &src});
   }
   return out;

@@ -13,6 +13,9 @@
 //                             = index_select(dL/dout, d, index)          -> IndexAddBackward
 // Shapes    index: 1-d int64 of length n, values in [0, a.size(d)). index_select's output is
 //           a's shape with size n at d; index_add's src must have exactly that shape.
+//           index_select also takes what PyTorch takes: a 0-d index (one position, n = 1) and a
+//           0-d a (dim 0 or -1, an index of one entry: a 0-d output). PyTorch also returns a
+//           0-d tensor for a 0-d a and a longer index; ember refuses that (docs/from_pytorch.md).
 // Dtypes    a's dtype (index_add: src of a's dtype; bool index_add is a logical or); index
 //           int64.
 // Saved     the index and d.
@@ -92,6 +95,18 @@ struct IndexAddBackward final : ops::Node {
 }  // namespace
 
 Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
+  if (a.defined() && index.defined() && (a.dim() == 0 || index.dim() == 0)) {
+    if (a.dim() == 0) {
+      wrap_dim(dim, 1, "index_select");  // dim 0 or -1 names the single element
+      EMBER_CHECK(index.numel() == 1,
+                  "index_select: a 0-d tensor has one element, so the index "
+                  "must hold exactly one position, got shape ",
+                  shape_str(index.shape()),
+                  " (reshape the tensor to [1] to pick it several times)");
+      return index_select(a.reshape({1}), 0, index.reshape({1})).reshape({});
+    }
+    return index_select(a, dim, index.reshape({1}));  // a 0-d index: one position
+  }
   const int64_t d = check_select_args("index_select", a, dim, index);
   const Tensor ix = index.contiguous();
   check_index_values("index_select", ix, d, a.shape()[d]);
@@ -105,7 +120,7 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
   if (autograd::grad_needed({&a})) {
     auto node = std::make_shared<IndexSelectBackward>();
     node->dim = d;
-    node->index = ops::SavedTensor(ix);
+    node->index = ops::SavedTensor(ix, index);
     autograd::connect(node, out, {&a});
   }
   return out;

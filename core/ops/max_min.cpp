@@ -11,11 +11,18 @@
 //             dL/da = zeros(a.shape) with dL/dvalues written at the picked positions.
 //           At a tie the derivative does not exist; the whole gradient goes to the first index
 //           (the one argmax reports), a valid subgradient. indices/argmax/argmin: no gradient.
+//           max(a) / min(a) of the whole tensor return no index, and there PyTorch 1.13 shares
+//           the gradient evenly among the tied elements (as amax does), and so does ember:
+//             mask  = (a == out) or (a is NaN and out is NaN)
+//             dL/da = mask * (dL/dout / count(mask))
+//           A NaN result sends the gradient to the NaN elements, split evenly among them.
+//           This backward is made of ops, so it is differentiable again (create_graph).
 // Shapes    dim d removed (kept as size 1 with keepdim); the all-elements forms give 0-d.
 //           indices are int64. The reduced dim must not be empty (the max of nothing is undefined).
 //           A 0-d input has one element: dim 0 or -1 names it.
 // Dtypes    values keep a's dtype (every dtype, bool included); indices int64.
-// Saved     indices (the forward's own int64 output) and the [outer, r, inner] sizes.
+// Saved     indices (the forward's own int64 output) and the [outer, r, inner] sizes; for
+//           max(a) / min(a), a and the output instead (PyTorch saves the same two).
 // Kernels   CPU: kernels/cpu/reduce.cpp reduce_max_min (forward), reduce_max_min_backward.
 //           CUDA: kernels/cuda/reduce.cu, the same functions (warp-shuffle reductions).
 //
@@ -49,6 +56,24 @@ struct MaxMinBackward final : ops::Node {
   void release_saved() override { indices.reset(); }
 };
 
+// max(a) / min(a) of every element: the gradient shared evenly among the elements that attain
+// the result (the NaNs, when it is NaN).
+struct MaxMinAllBackward final : ops::Node {
+  ops::SavedTensor input, result;
+  const char* label = "MaxBackward";
+  std::string name() const override { return label; }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    const Tensor a = input.unpack(*this, "self");
+    const Tensor out = result.unpack(*this, "result");
+    const Tensor mask = logical_or(eq(a, out), logical_and(isnan(a), isnan(out)));
+    return {mul(mask, div(g, sum(mask)))};
+  }
+  void release_saved() override {
+    input.reset();
+    result.reset();
+  }
+};
+
 // `dims` is {d} for one dim or {} for every element. Records the backward only when asked:
 // argmax/argmin share this path but return integers.
 ValuesIndices max_min_impl(const Tensor& a, const Shape& dims, bool keepdim, MaxMin which,
@@ -73,7 +98,13 @@ ValuesIndices max_min_impl(const Tensor& a, const Shape& dims, bool keepdim, Max
   Tensor indices = ops::new_output(p.out_shape, a, kInt64);
   KernelsOn(a)->reduce.max_min(which, a.dtype(), p.outer, p.r, p.inner, p.input.raw_data(),
                                values.raw_data(), indices.data_ptr<int64_t>());
-  if (record_grad && autograd::grad_needed({&a})) {
+  if (record_grad && dims.empty() && autograd::grad_needed({&a})) {
+    auto node = std::make_shared<MaxMinAllBackward>();
+    node->input = ops::SavedTensor(a);
+    node->result = ops::SavedTensor(values);
+    node->label = which == MaxMin::Max ? "MaxBackward" : "MinBackward";
+    autograd::connect(node, values, {&a});
+  } else if (record_grad && autograd::grad_needed({&a})) {
     auto node = std::make_shared<MaxMinBackward>();
     node->indices = ops::SavedTensor(indices);
     node->outer = p.outer;

@@ -9,6 +9,9 @@
 //           log_softmax y:  dy_i/da_j = [i == j] - softmax_j = [i == j] - exp(y_j), so
 //                           dL/da_j = g_j - exp(y_j) sum_i g_i
 //           Both need only the output y and one sum along d: one fused kernel each.
+//           Under create_graph the same two formulas run as recorded ops (mul, sum, exp) on
+//           the [outer, D, inner] view, so the gradient can be differentiated again; y comes
+//           back attached to this node, whose own backward carries the path on to a.
 // Shapes    out.shape == a.shape; d may be negative. A 0-d tensor takes d in {0, -1}.
 // Dtypes    float32 or float64, kept (integers are refused, as in PyTorch).
 // Saved     the output y.
@@ -47,8 +50,8 @@ struct SoftmaxBackward final : ops::Node {
   bool log = false;
   std::string name() const override { return log ? "LogSoftmaxBackward" : "SoftmaxBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
-    autograd::check_twice_differentiable(*this, log ? "log_softmax" : "softmax", g, {&y});
     const Tensor out = y.unpack(*this, "result");
+    if (is_grad_enabled()) return {recorded_backward(g, out)};  // create_graph
     const Tensor gc = g.contiguous();
     Tensor ga = ops::new_output(out.shape(), out);
     KernelsOn(out)->softmax.backward(out.dtype(), log, plan.outer, plan.D, plan.inner,
@@ -56,6 +59,15 @@ struct SoftmaxBackward final : ops::Node {
     return {ga};
   }
   void release_saved() override { y.reset(); }
+
+  // The formulas of the top of the file with differentiable ops, along dim 1 of [outer, D, inner].
+  Tensor recorded_backward(const Tensor& g, const Tensor& out) const {
+    const Shape rows{plan.outer, plan.D, plan.inner};
+    const Tensor g3 = reshape(g, rows), y3 = reshape(out, rows);
+    const Tensor ga = log ? sub(g3, mul(exp(y3), sum(g3, {1}, true)))
+                          : mul(y3, sub(g3, sum(mul(g3, y3), {1}, true)));
+    return reshape(ga, out.shape());
+  }
 };
 
 Tensor softmax_impl(const Tensor& a, int64_t dim, bool log, const char* op) {

@@ -1,10 +1,14 @@
 // ember/kernels/cpu/conv.cpp — 2-d convolution on the CPU: the entry points of kernels/cpu/conv.h,
-// and the choice between its two algorithms, which have the same contract:
+// and the choice between its algorithms, which have the same contract:
 //   im2col + GEMM   kernels/cpu/conv_im2col.cpp: an image (or a few) at a time through an
 //                   im2col matrix and kernels/cpu/gemm.h; float32 and float64, any geometry.
 //                   Read it first: the other builds on it.
 //   implicit GEMM   kernels/cpu/conv_implicit.cpp: no im2col matrix at all, on a batch-innermost
 //                   copy of the tensors; float32, stride 1, where ember's SIMD GEMM runs.
+//   direct loops    kernels/cpu/conv_direct.cpp: every output its own short sum; any geometry,
+//                   taken for depthwise convolutions (groups == C), whose GEMMs would be R*S deep.
+// Other grouped convolutions (1 < groups < C) run the two GEMM algorithms one group at a time
+// (kernels/cpu/conv_grouped.cpp), each group's choice made by the rule below.
 // What they share (scratch buffers, the weight gradient's reduction): kernels/cpu/conv_internal.h.
 //
 // Both give results that do not depend on the thread count: every sum runs in an order fixed
@@ -49,10 +53,24 @@ bool use_implicit(DType dtype, const ConvGeometry& g) {
   return dtype == kFloat32 && use_implicit(g);
 }
 
+// Depthwise (one input channel per group): the direct loops. Other groups: the group loop.
+bool use_direct(const ConvGeometry& g) { return g.groups > 1 && g.C == g.groups; }
+
 }  // namespace
 
 void conv2d_forward(DType dtype, const ConvGeometry& g, const void* x, const void* w,
                     const void* b, void* y) {
+  if (use_direct(g)) {
+    EMBER_DISPATCH_FLOAT(dtype, "conv2d", [&] {
+      direct_forward<scalar_t>(g, static_cast<const scalar_t*>(x), static_cast<const scalar_t*>(w),
+                               static_cast<const scalar_t*>(b), static_cast<scalar_t*>(y));
+    });
+    return;
+  }
+  if (g.groups > 1) {
+    grouped_forward(dtype, g, x, w, b, y);
+    return;
+  }
   if (use_implicit(dtype, g)) {
     implicit_forward(g, static_cast<const float*>(x), static_cast<const float*>(w),
                      static_cast<const float*>(b), static_cast<float*>(y));
@@ -66,6 +84,17 @@ void conv2d_forward(DType dtype, const ConvGeometry& g, const void* x, const voi
 
 void conv2d_backward_input(DType dtype, const ConvGeometry& g, const void* dy, const void* w,
                            void* dx) {
+  if (use_direct(g)) {
+    EMBER_DISPATCH_FLOAT(dtype, "conv2d backward", [&] {
+      direct_backward_input<scalar_t>(g, static_cast<const scalar_t*>(dy),
+                                      static_cast<const scalar_t*>(w), static_cast<scalar_t*>(dx));
+    });
+    return;
+  }
+  if (g.groups > 1) {
+    grouped_backward(dtype, g, nullptr, dy, w, dx, nullptr, nullptr);
+    return;
+  }
   if (use_implicit(dtype, g)) {
     implicit_backward_input(g, batch_inner_grad(g, static_cast<const float*>(dy)),
                             static_cast<const float*>(w), static_cast<float*>(dx));
@@ -79,6 +108,18 @@ void conv2d_backward_input(DType dtype, const ConvGeometry& g, const void* dy, c
 
 void conv2d_backward_weight(DType dtype, const ConvGeometry& g, const void* x, const void* dy,
                             void* dw, void* db) {
+  if (use_direct(g)) {
+    EMBER_DISPATCH_FLOAT(dtype, "conv2d backward", [&] {
+      direct_backward_weight<scalar_t>(g, static_cast<const scalar_t*>(x),
+                                       static_cast<const scalar_t*>(dy), static_cast<scalar_t*>(dw),
+                                       static_cast<scalar_t*>(db));
+    });
+    return;
+  }
+  if (g.groups > 1) {
+    grouped_backward(dtype, g, x, dy, nullptr, nullptr, dw, db);
+    return;
+  }
   if (use_implicit(dtype, g)) {
     implicit_backward_weight(g, static_cast<const float*>(x),
                              batch_inner_grad(g, static_cast<const float*>(dy)),
@@ -94,6 +135,10 @@ void conv2d_backward_weight(DType dtype, const ConvGeometry& g, const void* x, c
 
 void conv2d_backward(DType dtype, const ConvGeometry& g, const void* x, const void* dy,
                      const void* w, void* dx, void* dw, void* db) {
+  if (g.groups > 1 && !use_direct(g)) {  // one pass over the groups for both gradients
+    grouped_backward(dtype, g, x, dy, w, dx, dw, db);
+    return;
+  }
   if (use_implicit(dtype, g) && dx && dw) {  // dy' made once for both
     const float* dyp = batch_inner_grad(g, static_cast<const float*>(dy));
     implicit_backward_input(g, dyp, static_cast<const float*>(w), static_cast<float*>(dx));

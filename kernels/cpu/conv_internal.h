@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/base/dtype.h"
 #include "kernels/base/parallel.h"
 #include "kernels/conv_geometry.h"
 
@@ -27,6 +28,22 @@ template <typename T>
 void im2col_backward_input(const ConvGeometry& g, const T* dy, const T* w, T* dx);
 template <typename T>
 void im2col_backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw, T* db);
+
+// Direct loops (conv_direct.cpp): float and double, any geometry, groups included (the
+// dispatcher sends depthwise convolutions here).
+template <typename T>
+void direct_forward(const ConvGeometry& g, const T* x, const T* w, const T* b, T* y);
+template <typename T>
+void direct_backward_input(const ConvGeometry& g, const T* dy, const T* w, T* dx);
+template <typename T>
+void direct_backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw, T* db);
+
+// Grouped convolution through the ungrouped entry points, one group at a time
+// (conv_grouped.cpp); the contract of conv2d_forward / conv2d_backward in kernels/cpu/conv.h.
+void grouped_forward(DType dtype, const ConvGeometry& g, const void* x, const void* w,
+                     const void* b, void* y);
+void grouped_backward(DType dtype, const ConvGeometry& g, const void* x, const void* dy,
+                      const void* w, void* dx, void* dw, void* db);
 
 // Implicit GEMM (conv_implicit.cpp): float32, stride 1, at least one image, output pixel and
 // filter tap, and only where ember's SIMD GEMM kernel runs (conv.cpp's use_implicit()).

@@ -5,9 +5,11 @@
 // one thread. Nothing is summed across threads, so the results are the same bits for any thread
 // count.
 //
-// The window of output (p, q) starts at (h0, w0) = (p * sh - ph, q * sw - pw); clipping it to
-// the plane gives rows [max(h0, 0), min(h0 + kh, H)) and columns likewise. The op card's rule
-// pad <= kernel / 2 guarantees the clipped window is never empty (see core/ops/pool2d.cpp).
+// The window of output (p, q) starts at (h0, w0) = (p * sh - ph, q * sw - pw) and has its taps
+// dil apart; clipping it to the plane gives the taps h0 + i * dil in [0, H) (a Span: first tap,
+// end, step), columns likewise. The op card keeps every clipped window non-empty: pad <=
+// kernel / 2, ceil mode's last window starts inside the input or the left padding, and it
+// refuses a dilation that would skip over the whole plane (see core/ops/pool2d.cpp).
 #include "kernels/pool.h"
 
 #include <algorithm>
@@ -20,22 +22,27 @@ namespace ember::kernels::cpu {
 
 namespace {
 
-// The clipped range [begin, end) of rows (or columns) that window number `o` covers.
+// The taps of window number `o` inside [0, size): begin, begin + step, ... while < end.
 struct Span {
-  int64_t begin, end;
+  int64_t begin, end, step;
 };
-inline Span window(int64_t o, int64_t stride, int64_t pad, int64_t kernel, int64_t size) {
+inline Span window(int64_t o, int64_t stride, int64_t pad, int64_t kernel, int64_t dil,
+                   int64_t size) {
   const int64_t start = o * stride - pad;
-  return {std::max<int64_t>(start, 0), std::min(start + kernel, size)};
+  // The first tap at or after 0: skip ceil(-start / dil) taps when the window starts in the
+  // padding.
+  const int64_t first = start >= 0 ? start : start + (-start + dil - 1) / dil * dil;
+  return {first, std::min(start + (kernel - 1) * dil + 1, size), dil};
 }
 
-// The outputs whose windows contain input row (or column) i: o with
-// o * stride - pad <= i <= o * stride - pad + kernel - 1, within [0, out).
-inline Span covering(int64_t i, int64_t stride, int64_t pad, int64_t kernel, int64_t out) {
-  const int64_t lo_num = i + pad - kernel + 1;  // o >= ceil(lo_num / stride)
+// The outputs whose windows span input row (or column) i: o with
+// o * stride - pad <= i <= o * stride - pad + span - 1, within [0, out). (With dilation a
+// window spans taps it does not read; the max backward's index test skips those.)
+inline Span covering(int64_t i, int64_t stride, int64_t pad, int64_t span, int64_t out) {
+  const int64_t lo_num = i + pad - span + 1;  // o >= ceil(lo_num / stride)
   const int64_t lo = lo_num <= 0 ? 0 : (lo_num + stride - 1) / stride;
   const int64_t hi = std::min((i + pad) / stride + 1, out);  // o <= floor((i + pad) / stride)
-  return {lo, std::max(lo, hi)};
+  return {lo, std::max(lo, hi), 1};
 }
 
 // Planes per task: enough work in one task to be worth a thread.
@@ -43,9 +50,10 @@ int64_t plane_grain(int64_t work_per_plane) {
   return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work_per_plane, 1));
 }
 
-// One window's scan. The rule (the max reduction's, kernels/cpu/reduce.cpp, and the CUDA
-// kernel's): only a strictly larger number replaces the running best, so ties keep the first
-// tap in row-major order; a NaN beats every number, and the first NaN of the window is kept.
+// One window's scan. The rule (PyTorch 1.13's, and the CUDA kernel's): a tap replaces the
+// running best when it is strictly larger or when it is a NaN, so ties keep the first tap in
+// row-major order, a NaN beats every number, and of several NaNs the LAST one in row-major
+// order wins (after a NaN only another NaN can replace it, as v > NaN is false).
 //
 // Written without data-dependent branches: on real data "is this tap larger?" is a coin flip,
 // and a mispredicted branch per tap costs more than this whole loop (measured on the
@@ -53,16 +61,16 @@ int64_t plane_grain(int64_t work_per_plane) {
 // `m = v > m ? v : m` compiles to a max instruction, the position moves
 // by an integer multiply with the 0/1 comparison, and NaNs are only noted (v > m is false for a
 // NaN v, so they never enter m). A window that holds a NaN — rare, so its branch is
-// predictable — is scanned again for the first NaN.
+// predictable — is scanned again for the last NaN.
 template <typename T>
 inline int64_t argmax_window(const T* xp, int64_t W, Span rows, Span cols) {
   const int64_t first = rows.begin * W + cols.begin;
   int64_t at = first;
   T m = xp[first];
   bool nan = false;
-  for (int64_t h = rows.begin; h < rows.end; ++h) {
+  for (int64_t h = rows.begin; h < rows.end; h += rows.step) {
     const T* row = xp + h * W;
-    for (int64_t w = cols.begin; w < cols.end; ++w) {
+    for (int64_t w = cols.begin; w < cols.end; w += cols.step) {
       const T v = row[w];
       at += (h * W + w - at) * static_cast<int64_t>(v > m);
       m = v > m ? v : m;
@@ -70,17 +78,17 @@ inline int64_t argmax_window(const T* xp, int64_t W, Span rows, Span cols) {
     }
   }
   if (!nan) return at;
-  for (int64_t h = rows.begin; h < rows.end; ++h)
-    for (int64_t w = cols.begin; w < cols.end; ++w)
-      if (std::isnan(xp[h * W + w])) return h * W + w;
-  return at;  // not reached: a NaN was seen
+  for (int64_t h = rows.begin; h < rows.end; h += rows.step)
+    for (int64_t w = cols.begin; w < cols.end; w += cols.step)
+      if (std::isnan(xp[h * W + w])) at = h * W + w;
+  return at;
 }
 
 // The common case: 2x2 windows, stride 2, no padding (every pooling layer of the example CNNs).
 // Each window is four taps inside the plane, a b over c d, and no two windows share one.
 bool is_2x2_stride_2(const PoolGeometry& g) {
-  return g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 &&
-         g.pad_h == 0 && g.pad_w == 0 && 2 * g.P <= g.H && 2 * g.Q <= g.W;
+  return g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 &&
+         g.pad_w == 0 && g.dil_h == 1 && g.dil_w == 1 && 2 * g.P <= g.H && 2 * g.Q <= g.W;
 }
 
 // One output row of the 2x2 case: the windows over input rows r0 and r1 (= r0 + W), whose
@@ -127,7 +135,7 @@ void max_forward_typed(const PoolGeometry& g, const T* x, T* y, int64_t* idx) {
       T* yp = y + plane * out_plane;
       int64_t* ip = idx + plane * out_plane;
       for (int64_t p = 0; p < g.P; ++p) {
-        const Span rows = window(p, g.stride_h, g.pad_h, g.kernel_h, g.H);
+        const Span rows = window(p, g.stride_h, g.pad_h, g.kernel_h, g.dil_h, g.H);
         if (k2s2) {
           const T* r0 = xp + 2 * p * g.W;
           const int64_t nans = max_row_2x2(r0, r0 + g.W, g.W, g.Q, 2 * p * g.W, yp + p * g.Q,
@@ -137,7 +145,7 @@ void max_forward_typed(const PoolGeometry& g, const T* x, T* y, int64_t* idx) {
         for (int64_t q = 0; q < g.Q; ++q) {
           // The scan covers only the taps inside the plane: padding (-inf) never wins, even
           // over an input of -inf, whose index is then the first real tap.
-          const Span cols = window(q, g.stride_w, g.pad_w, g.kernel_w, g.W);
+          const Span cols = window(q, g.stride_w, g.pad_w, g.kernel_w, g.dil_w, g.W);
           const int64_t at = argmax_window(xp, g.W, rows, cols);
           yp[p * g.Q + q] = xp[at];
           ip[p * g.Q + q] = at;
@@ -168,38 +176,40 @@ void max_backward_typed(const PoolGeometry& g, const T* dy, const int64_t* idx, 
 }
 
 // Sums run in double (for float32 too) in row-major window order, then one division by the
-// full window size: the CUDA kernel does exactly the same.
+// window's divisor (avg_pool_divisor in conv_geometry.h): the CUDA kernel does exactly the same.
 template <typename T>
 void avg_forward_typed(const PoolGeometry& g, const T* x, T* y) {
   const int64_t planes = g.N * g.C, in_plane = g.H * g.W, out_plane = g.P * g.Q;
-  const double divisor = static_cast<double>(g.kernel_h * g.kernel_w);
   parallel_for(0, planes, plane_grain(out_plane * g.kernel_h * g.kernel_w), [&](int64_t b,
                                                                                 int64_t e) {
     for (int64_t plane = b; plane < e; ++plane) {
       const T* xp = x + plane * in_plane;
       T* yp = y + plane * out_plane;
       for (int64_t p = 0; p < g.P; ++p) {
-        const Span rows = window(p, g.stride_h, g.pad_h, g.kernel_h, g.H);
+        const Span rows = window(p, g.stride_h, g.pad_h, g.kernel_h, 1, g.H);
         for (int64_t q = 0; q < g.Q; ++q) {
-          const Span cols = window(q, g.stride_w, g.pad_w, g.kernel_w, g.W);
+          const Span cols = window(q, g.stride_w, g.pad_w, g.kernel_w, 1, g.W);
           double s = 0.0;
           for (int64_t h = rows.begin; h < rows.end; ++h)
             for (int64_t w = cols.begin; w < cols.end; ++w) s += xp[h * g.W + w];
-          yp[p * g.Q + q] = static_cast<T>(s / divisor);
+          yp[p * g.Q + q] = static_cast<T>(s / static_cast<double>(avg_pool_divisor(g, p, q)));
         }
       }
     }
   });
 }
 
-// Gathers, for each input (h, w), the dy of every window that contains it (outputs in
-// row-major order), summed in double and divided once. A gather writes each dx exactly once,
-// and it is the CUDA kernel's loop, so both devices add the same numbers in the same order.
-// Which outputs cover row h (column w) does not depend on the plane: worked out once per call.
+// Gathers, for each input (h, w), dy / divisor of every window that contains it (outputs in
+// row-major order), summed in double. A gather writes each dx exactly once, and it is the CUDA
+// kernel's loop, so both devices add the same numbers in the same order. Which outputs cover
+// row h (column w) does not depend on the plane, nor do the divisors: worked out once per call.
 template <typename T>
 void avg_backward_typed(const PoolGeometry& g, const T* dy, T* dx) {
   const int64_t planes = g.N * g.C, in_plane = g.H * g.W, out_plane = g.P * g.Q;
-  const double divisor = static_cast<double>(g.kernel_h * g.kernel_w);
+  std::vector<double> divisor(static_cast<size_t>(out_plane));
+  for (int64_t p = 0; p < g.P; ++p)
+    for (int64_t q = 0; q < g.Q; ++q)
+      divisor[static_cast<size_t>(p * g.Q + q)] = static_cast<double>(avg_pool_divisor(g, p, q));
   std::vector<Span> row_cover(static_cast<size_t>(g.H)), col_cover(static_cast<size_t>(g.W));
   for (int64_t h = 0; h < g.H; ++h)
     row_cover[static_cast<size_t>(h)] = covering(h, g.stride_h, g.pad_h, g.kernel_h, g.P);
@@ -217,8 +227,9 @@ void avg_backward_typed(const PoolGeometry& g, const T* dy, T* dx) {
           const Span qs = col_cover[static_cast<size_t>(w)];
           double s = 0.0;
           for (int64_t p = ps.begin; p < ps.end; ++p)
-            for (int64_t q = qs.begin; q < qs.end; ++q) s += gp[p * g.Q + q];
-          dp[h * g.W + w] = static_cast<T>(s / divisor);
+            for (int64_t q = qs.begin; q < qs.end; ++q)
+              s += gp[p * g.Q + q] / divisor[static_cast<size_t>(p * g.Q + q)];
+          dp[h * g.W + w] = static_cast<T>(s);
         }
       }
     }

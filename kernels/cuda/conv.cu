@@ -4,7 +4,10 @@
 //                 CPU's method, kernels/cpu/conv_im2col.cpp);
 //   ImplicitGemm  kernels/cuda/conv_implicit.cu: one hand-written kernel that gathers the input
 //                 windows while it multiplies, no scratch; forward and input gradient only;
-//   Cudnn         kernels/cuda/conv_cudnn.cu: cuDNN's best algorithm, when this build has cuDNN.
+//   Cudnn         kernels/cuda/conv_cudnn.cu: cuDNN's best algorithm, when this build has cuDNN;
+//   Direct        kernels/cuda/conv_direct.cu: one plain sum per output or gradient element.
+// Groups: cuDNN and Direct take them as they are; Im2colGemm and ImplicitGemm run one group at a
+// time (kernels/cuda/conv_grouped.cu, which calls back into the entry points here).
 // The bias (added to y, and its gradient) is the same for both native algorithms:
 // kernels/cuda/conv_bias.cu. What the native files share: kernels/cuda/conv_internal.cuh
 // (scratch memory, the index checks).
@@ -18,6 +21,8 @@
 // empty filters: y = b, dx = 0, dw = 0), and the choice of algorithm.
 //
 // Auto picks per pass (the rules and their reasoning: choose_*_algo in conv_index.h):
+//   groups > 1       Direct for depthwise layers (groups == C), else each group by the rules
+//                    below;
 //   forward          ImplicitGemm when K <= 64 and the kernel fills the GPU (or the layer is
 //                    tiny), else Im2colGemm;
 //   input gradient   Im2colGemm (col2im): measured faster on every seed layer;
@@ -77,6 +82,9 @@ void forward_typed(const ConvGeometry& g, const T* x, const T* w, const T* b, T*
     fill_with_bias(g, b, y);
     return;
   }
+  if (algo == ConvAlgo::Auto) algo = choose_grouped_algo(g);
+  if (algo == ConvAlgo::Direct) return direct_forward(g, x, w, b, y);
+  if (g.groups > 1) return grouped_forward(g, x, w, b, y, algo);
   if (algo == ConvAlgo::Auto) algo = choose_forward_algo(g, sm_count());
   if (algo == ConvAlgo::ImplicitGemm) implicit_forward(g, x, w, b, y);
   else im2col_forward(g, x, w, b, y);
@@ -90,21 +98,29 @@ void backward_input_typed(const ConvGeometry& g, const T* dy, const T* w, T* dx,
                                      stream()));
     return;
   }
+  if (algo == ConvAlgo::Auto) algo = choose_grouped_algo(g);
+  if (algo == ConvAlgo::Direct) return direct_backward_input(g, dy, w, dx);
+  if (g.groups > 1) return grouped_backward_input(g, dy, w, dx, algo);
   if (algo == ConvAlgo::Auto) algo = choose_backward_input_algo(g, sm_count());
   if (algo == ConvAlgo::ImplicitGemm) implicit_backward_input(g, dy, w, dx);
   else im2col_backward_input(g, dy, w, dx);
 }
 
 template <typename T>
-void backward_weight_typed(const ConvGeometry& g, const T* x, const T* dy, T* dw, T* db) {
+void backward_weight_typed(const ConvGeometry& g, const T* x, const T* dy, T* dw, T* db,
+                           ConvAlgo algo) {
   if (db != nullptr) bias_grad(g, dy, db);
-  const int64_t dw_numel = g.K * g.C * g.R * g.S;
+  const int64_t dw_numel = g.K * (g.C / g.groups) * g.R * g.S;
   if (dw_numel == 0) return;
   if (g.N * g.P * g.Q == 0) {  // no output pixel: dw = 0
     EMBER_CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(dw_numel) * sizeof(T), stream()));
     return;
   }
-  // Every native algorithm (Auto, Im2colGemm, ImplicitGemm) computes dw with im2col + cuBLAS:
+  if (algo == ConvAlgo::Auto) algo = choose_grouped_algo(g);
+  T* const no_db = nullptr;  // done above
+  if (algo == ConvAlgo::Direct) return direct_backward_weight(g, x, dy, dw, no_db);
+  if (g.groups > 1) return grouped_backward_weight(g, x, dy, dw, no_db, algo);
+  // The GEMM algorithms (Auto, Im2colGemm, ImplicitGemm) compute dw with im2col + cuBLAS:
   // choose_backward_weight_algo() in conv_index.h says why.
   im2col_backward_weight(g, x, dy, dw);
 }
@@ -158,16 +174,16 @@ void conv2d_backward_weight(DType dtype, const ConvGeometry& g, const void* x, c
                             void* dw, void* db, ConvAlgo algo) {
   check_dtype(dtype, "conv2d backward");
   check_algo(algo, "conv2d backward");
-  if (algo == ConvAlgo::Cudnn && g.K * g.C * g.R * g.S > 0 && g.N * g.P * g.Q > 0) {
+  if (algo == ConvAlgo::Cudnn && g.K * (g.C / g.groups) * g.R * g.S > 0 && g.N * g.P * g.Q > 0) {
     cudnn_conv2d_backward_weight(dtype, g, x, dy, dw, db);
     return;
   }
   if (dtype == DType::Float32)
     backward_weight_typed(g, static_cast<const float*>(x), static_cast<const float*>(dy),
-                          static_cast<float*>(dw), static_cast<float*>(db));
+                          static_cast<float*>(dw), static_cast<float*>(db), algo);
   else
     backward_weight_typed(g, static_cast<const double*>(x), static_cast<const double*>(dy),
-                          static_cast<double*>(dw), static_cast<double*>(db));
+                          static_cast<double*>(dw), static_cast<double*>(db), algo);
 }
 
 // The conv family's backward: the gradients that are asked for, one direction after the other.

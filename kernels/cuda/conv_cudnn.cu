@@ -163,8 +163,9 @@ std::map<PlanKey, Plan*>& plans() {
 Plan& get_plan(int device, DType dtype, const ConvGeometry& g) {
   const bool f64 = dtype == DType::Float64;
   const bool tf32 = !f64 && allow_tf32();
-  const PlanKey key = {device, f64 ? 1 : 0, tf32 ? 1 : 0, g.N, g.C, g.H, g.W, g.K, g.R, g.S,
-                       g.P, g.Q, g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dil_h, g.dil_w, 0};
+  const PlanKey key = {device,  f64 ? 1 : 0, tf32 ? 1 : 0, g.N,     g.C,     g.H,        g.W,
+                       g.K,     g.R,         g.S,          g.P,     g.Q,     g.stride_h, g.stride_w,
+                       g.pad_h, g.pad_w,     g.dil_h,      g.dil_w, g.groups};
   auto it = plans().find(key);
   if (it != plans().end()) return *it->second;
 
@@ -184,8 +185,9 @@ Plan& get_plan(int device, DType dtype, const ConvGeometry& g) {
                                                to_int(g.P, "P"), to_int(g.Q, "Q")));
   EMBER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->bias, CUDNN_TENSOR_NCHW, plan->type, 1,
                                                to_int(g.K, "K"), 1, 1));
+  // The filters hold C / groups input channels each (w [K, C/groups, R, S]).
   EMBER_CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, plan->type, CUDNN_TENSOR_NCHW,
-                                               to_int(g.K, "K"), to_int(g.C, "C"),
+                                               to_int(g.K, "K"), to_int(g.C / g.groups, "C"),
                                                to_int(g.R, "R"), to_int(g.S, "S")));
   // Cross-correlation = PyTorch's conv2d. The compute type is the data type.
   EMBER_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
@@ -193,6 +195,8 @@ Plan& get_plan(int device, DType dtype, const ConvGeometry& g) {
       to_int(g.stride_h, "stride_h"), to_int(g.stride_w, "stride_w"), to_int(g.dil_h, "dil_h"),
       to_int(g.dil_w, "dil_w"), CUDNN_CROSS_CORRELATION, plan->type));
   EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv, plan->math));
+  // Grouped (and depthwise) convolutions: cuDNN splits the channels itself.
+  EMBER_CUDNN_CHECK(cudnnSetConvolutionGroupCount(plan->conv, to_int(g.groups, "groups")));
   plans().emplace(key, plan);
   return *plan;
 }
@@ -256,7 +260,7 @@ Choice choose(Pass pass, bool exact, const ConvGeometry& g, int algo_count, Size
                    "(%s, math %d, workspace %zu bytes)%s\n",
                    pass_name(pass), static_cast<long long>(g.N), static_cast<long long>(g.C),
                    static_cast<long long>(g.H), static_cast<long long>(g.W),
-                   static_cast<long long>(g.K), static_cast<long long>(g.C),
+                   static_cast<long long>(g.K), static_cast<long long>(g.C / g.groups),
                    static_cast<long long>(g.R), static_cast<long long>(g.S),
                    static_cast<int>(p.algo), how, static_cast<int>(p.mathType), p.memory,
                    exact ? ", exact algorithms only" : "");

@@ -451,6 +451,15 @@ inline ConvAlgo choose_forward_algo(const ConvGeometry& g, int sm_count) {
                                                                         : ConvAlgo::Im2colGemm;
 }
 
+// Grouped convolutions (groups > 1), before the rules above: depthwise layers (one input
+// channel per group) run the direct kernels for every pass — each output is a sum of only R*S
+// products, a GEMM that shallow wastes its tiles, and im2col would copy every pixel R*S times.
+// Other groups stay with Auto: the group loop (conv_grouped.cu) applies the rules above to each
+// group's own geometry.
+inline ConvAlgo choose_grouped_algo(const ConvGeometry& g) {
+  return g.groups > 1 && g.C == g.groups ? ConvAlgo::Direct : ConvAlgo::Auto;
+}
+
 inline ConvAlgo choose_backward_input_algo(const ConvGeometry& /*g*/, int /*sm_count*/) {
   return ConvAlgo::Im2colGemm;
 }

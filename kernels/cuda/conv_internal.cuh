@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "kernels/base/error.h"
+#include "kernels/conv.h"
 #include "kernels/conv_geometry.h"
 #include "kernels/cuda/conv_index.h"
 #include "kernels/cuda/launch.cuh"
@@ -38,6 +39,26 @@ template <typename T>
 void implicit_forward(const ConvGeometry& g, const T* x, const T* w, const T* b, T* y);
 template <typename T>
 void implicit_backward_input(const ConvGeometry& g, const T* dy, const T* w, T* dx);
+
+// Direct (conv_direct.cu): one plain sum per output or gradient element; any geometry, groups
+// included. db may be null.
+template <typename T>
+void direct_forward(const ConvGeometry& g, const T* x, const T* w, const T* b, T* y);
+template <typename T>
+void direct_backward_input(const ConvGeometry& g, const T* dy, const T* w, T* dx);
+template <typename T>
+void direct_backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw, T* db);
+
+// Grouped convolution (groups > 1) one group at a time through the entry points of
+// kernels/cuda/conv.h with the group's geometry and `algo` (conv_grouped.cu).
+template <typename T>
+void grouped_forward(const ConvGeometry& g, const T* x, const T* w, const T* b, T* y,
+                     ConvAlgo algo);
+template <typename T>
+void grouped_backward_input(const ConvGeometry& g, const T* dy, const T* w, T* dx, ConvAlgo algo);
+template <typename T>
+void grouped_backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw, T* db,
+                             ConvAlgo algo);
 
 // The bias, the same for every native algorithm (conv_bias.cu).
 // y [images, K, PQ] += b, for images * K * PQ < 2^31.

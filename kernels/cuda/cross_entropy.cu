@@ -7,7 +7,7 @@
 // double, in a different but fixed order, and CUDA's exp/log may differ from the host libm in
 // the last ulp).
 //
-// Four kernels:
+// Four kernels (label smoothing adds one more pass over the row to the forwards):
 //   ce_forward_rows_kernel     S == 1: one warp per row: row max, sum of exponentials, stats, loss
 //   ce_forward_spatial_kernel  S > 1: one thread per row (the rows' scores interleave in memory)
 //   ce_reduce_kernel           one block: sum of loss and of the weights -> out[0], weight_sum[0]
@@ -19,6 +19,7 @@
 
 #include <cmath>
 
+#include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace ember::kernels::cuda {
@@ -28,10 +29,9 @@ namespace {
 constexpr int kWarp = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 
-// exp in the element type: expf for float, exp for double (the precise functions, as
-// std::exp(float) / std::exp(double) on the CPU; never the __expf intrinsic).
-__device__ inline float exp_t(float x) { return expf(x); }
-__device__ inline double exp_t(double x) { return exp(x); }
+// exp_t, log_t: CUDA's precise expf / exp and logf / log in the element type, the functions
+// std::exp(float) / std::exp(double) pick on the CPU (kernels/cuda/device_math.cuh).
+using namespace cuda_math;
 
 // a * b rounded on its own. A plain `a * b - c` may be contracted by nvcc into one fused
 // multiply-add (a single rounding); the CPU kernel stores the product first and subtracts
@@ -61,12 +61,14 @@ __device__ inline double warp_sum(double v) {
 }
 
 // Row r's results: stats[r] = m, stats[R + r] = ls, and loss[r] = w_t * (m + ls - x_t) in
-// double (0 for an ignored row). `row` points at the row's first score, `step` apart.
+// double (0 for an ignored row). `row` points at the row's first score, `step` apart. With label
+// smoothing eps > 0, `spread` is sum_c w_c * ((m - x_c) + ls) and the loss becomes
+// (1 - eps) * w_t * (m + ls - x_t) + eps / C * spread.
 template <typename T>
-__device__ inline void write_row(int64_t r, int64_t R, T m, T ls, const T* row,
+__device__ inline void write_row(int64_t r, int64_t R, int64_t C, T m, T ls, const T* row,
                                  int64_t step, const int64_t* __restrict__ target,
-                                 const T* __restrict__ weight, int64_t ignore_index,
-                                 T* __restrict__ loss, T* __restrict__ stats) {
+                                 const T* __restrict__ weight, int64_t ignore_index, double eps,
+                                 double spread, T* __restrict__ loss, T* __restrict__ stats) {
   stats[r] = m;
   stats[R + r] = ls;
   const int64_t t = target[r];
@@ -75,8 +77,27 @@ __device__ inline void write_row(int64_t r, int64_t R, T m, T ls, const T* row,
     return;
   }
   const double w = weight ? static_cast<double>(weight[t]) : 1.0;
-  const double lse = static_cast<double>(m) + static_cast<double>(ls);
-  loss[r] = static_cast<T>(w * (lse - static_cast<double>(row[t * step])));
+  const double nll =
+      w * ((static_cast<double>(m) + static_cast<double>(ls)) - static_cast<double>(row[t * step]));
+  if (eps == 0.0) {
+    loss[r] = static_cast<T>(nll);
+    return;
+  }
+  loss[r] = static_cast<T>((1.0 - eps) * nll + eps / static_cast<double>(C) * spread);
+}
+
+// sum_c w_c * ((m - x_c) + ls), the smoothing term's sum, over the classes c = first,
+// first + stride, ... of one row: every term is >= 0, so nothing cancels.
+template <typename T>
+__device__ inline double spread_part(const T* row, int64_t step, int64_t C, int64_t first,
+                                     int64_t stride, const T* __restrict__ weight, T m, T ls) {
+  double s = 0.0;
+  for (int64_t c = first; c < C; c += stride) {
+    const double wc = weight ? static_cast<double>(weight[c]) : 1.0;
+    s += wc *
+         ((static_cast<double>(m) - static_cast<double>(row[c * step])) + static_cast<double>(ls));
+  }
+  return s;
 }
 
 // ---- forward, S == 1: one warp per row ------------------------------------------------------
@@ -97,7 +118,7 @@ template <typename T>
 __global__ void ce_forward_rows_kernel(int64_t N, int64_t C, const T* __restrict__ logits,
                                        const int64_t* __restrict__ target,
                                        const T* __restrict__ weight, int64_t ignore_index,
-                                       T* __restrict__ loss, T* __restrict__ stats) {
+                                       double eps, T* __restrict__ loss, T* __restrict__ stats) {
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   const int64_t warp_id = global_thread_id() / kWarp;
   const int64_t warp_count = global_thread_count() / kWarp;
@@ -110,10 +131,14 @@ __global__ void ce_forward_rows_kernel(int64_t N, int64_t C, const T* __restrict
     m = warp_max(m);
     // An infinite max (all -inf, or a +inf logit) makes inf - inf = NaN: a NaN loss, as on the CPU.
     double s = 0.0;
-    for (int64_t c = lane; c < C; c += kWarp) s += exp(static_cast<double>(row[c] - m));
+    for (int64_t c = lane; c < C; c += kWarp) s += exp_t(static_cast<double>(row[c] - m));
     s = warp_sum(s);
-    const T ls = static_cast<T>(log(s));
-    if (lane == 0) write_row(i, N, m, ls, row, 1, target, weight, ignore_index, loss, stats);
+    const T ls = static_cast<T>(log_t(s));
+    // Label smoothing: a third pass over the row (uniform across the warp: eps is).
+    double spread = 0.0;
+    if (eps != 0.0) spread = warp_sum(spread_part(row, 1, C, lane, kWarp, weight, m, ls));
+    if (lane == 0)
+      write_row(i, N, C, m, ls, row, 1, target, weight, ignore_index, eps, spread, loss, stats);
   }
 }
 
@@ -129,16 +154,17 @@ __global__ void ce_forward_spatial_kernel(int64_t N, int64_t C, int64_t S,
                                           const T* __restrict__ logits,
                                           const int64_t* __restrict__ target,
                                           const T* __restrict__ weight, int64_t ignore_index,
-                                          T* __restrict__ loss, T* __restrict__ stats) {
+                                          double eps, T* __restrict__ loss, T* __restrict__ stats) {
   const int64_t R = N * S;
   for (const int64_t r : grid_stride(R)) {
     const T* row = logits + (r / S) * C * S + r % S;
     T m = static_cast<T>(-INFINITY);
     for (int64_t c = 0; c < C; ++c) m = max_keep(m, row[c * S]);
     double s = 0.0;
-    for (int64_t c = 0; c < C; ++c) s += exp(static_cast<double>(row[c * S] - m));
-    const T ls = static_cast<T>(log(s));
-    write_row(r, R, m, ls, row, S, target, weight, ignore_index, loss, stats);
+    for (int64_t c = 0; c < C; ++c) s += exp_t(static_cast<double>(row[c * S] - m));
+    const T ls = static_cast<T>(log_t(s));
+    const double spread = eps != 0.0 ? spread_part(row, S, C, 0, 1, weight, m, ls) : 0.0;
+    write_row(r, R, C, m, ls, row, S, target, weight, ignore_index, eps, spread, loss, stats);
   }
 }
 
@@ -190,24 +216,26 @@ __global__ void ce_reduce_kernel(int64_t N, const T* __restrict__ loss,
 //
 // One thread computes one element e = (n * C + c) * S + s of dlogits (grid-stride over N*C*S),
 // which belongs to row r = n * S + s:
-//   dlogits[e] = gw_r * exp((logits[e] - m_r) - ls_r) - (c == t ? gw_r : 0)
-//   gw_r = (T)(scale * grad[r * grad_stride] * w_t),  scale = 1 / divisor[0] (or 1)
+//   dlogits[e] = (a_r + b_r W) * exp((logits[e] - m_r) - ls_r) - (c == t ? a_r : 0) - b_r w_c
+//   a_r = (T)(scale * grad[r * grad_stride] * (1 - eps) * w_t),  scale = 1 / divisor[0] (or 1)
+//   b_r = (T)(scale * grad[r * grad_stride] * eps / C)  (the label-smoothing part; 0 without)
 // Memory: consecutive threads read consecutive logits and write consecutive dlogits
 // (coalesced); target[r], the stats, grad and weight[t] are shared by the threads of a row
 // (S == 1: one cached load, broadcast; S > 1: consecutive s, consecutive addresses). No shared
-// memory. The roundings follow the CPU kernel: gw_r rounded to T once, the product
-// gw_r * exp(.) rounded, then gw_r subtracted at the target class.
+// memory. The roundings follow the CPU kernel: a_r rounded to T once, the product
+// (a_r + b_r W) * exp(.) rounded, then a_r subtracted at the target class, then b_r * w_c.
 template <typename T>
 __global__ void ce_backward_kernel(int64_t N, int64_t C, int64_t S, const T* __restrict__ logits,
-                                   const int64_t* __restrict__ target,
-                                   const T* __restrict__ weight, int64_t ignore_index,
-                                   const T* __restrict__ stats, const T* __restrict__ grad,
-                                   int64_t grad_stride, const T* __restrict__ divisor,
-                                   T* __restrict__ dlogits) {
+                                   const int64_t* __restrict__ target, const T* __restrict__ weight,
+                                   int64_t ignore_index, double eps,
+                                   const T* __restrict__ weight_total, const T* __restrict__ stats,
+                                   const T* __restrict__ grad, int64_t grad_stride,
+                                   const T* __restrict__ divisor, T* __restrict__ dlogits) {
   const int64_t total = N * C * S, R = N * S;
   // The divisor of the mean lives on the device (written by ce_reduce_kernel): read it here
   // rather than on the host, so the host never waits for the forward to finish.
   const double scale = divisor ? 1.0 / static_cast<double>(divisor[0]) : 1.0;
+  const double W = weight_total ? static_cast<double>(weight_total[0]) : static_cast<double>(C);
   for (const int64_t e : grid_stride(total)) {
     const int64_t n = e / (C * S);
     const int64_t c = (e / S) % C;
@@ -218,9 +246,14 @@ __global__ void ce_backward_kernel(int64_t N, int64_t C, int64_t S, const T* __r
       continue;
     }
     const double w = weight ? static_cast<double>(weight[t]) : 1.0;
-    const T gw = static_cast<T>(scale * static_cast<double>(grad[r * grad_stride]) * w);
-    T v = mul_rn(gw, exp_t((logits[e] - stats[r]) - stats[R + r]));
-    if (c == t) v -= gw;
+    const double g = static_cast<double>(grad[r * grad_stride]);
+    const T a = static_cast<T>(scale * g * (1.0 - eps) * w);
+    const T b = static_cast<T>(scale * g * eps / static_cast<double>(C));
+    const T coef =
+        eps == 0.0 ? a : static_cast<T>(static_cast<double>(a) + static_cast<double>(b) * W);
+    T v = mul_rn(coef, exp_t((logits[e] - stats[r]) - stats[R + r]));
+    if (c == t) v -= a;
+    if (eps != 0.0) v -= mul_rn(b, weight ? weight[c] : T(1));
     dlogits[e] = v;
   }
 }
@@ -229,24 +262,26 @@ __global__ void ce_backward_kernel(int64_t N, int64_t C, int64_t S, const T* __r
 
 void cross_entropy_forward(DType dtype, int64_t N, int64_t C, int64_t S, const void* logits,
                            const int64_t* target, const void* weight, int64_t ignore_index,
-                           void* loss, void* stats, CrossEntropyReduction reduction_kind, void* out,
-                           void* weight_sum) {
+                           double label_smoothing, void* loss, void* stats,
+                           CrossEntropyReduction reduction_kind, void* out, void* weight_sum) {
   const int reduction = static_cast<int>(reduction_kind);  // 0 none, 1 sum, 2 mean
   EMBER_DISPATCH_FLOAT(dtype, "cross_entropy", [&] {
     const auto* x = static_cast<const scalar_t*>(logits);
     const auto* w = static_cast<const scalar_t*>(weight);
+    const double eps = label_smoothing;
     const int64_t R = N * S;
     if (R > 0 && S == 1) {
       // kBlock / 32 rows per block; grid_for caps the grid and the warps stride over the rest.
       constexpr int kRowsPerBlock = kBlock / kWarp;
-      EMBER_LAUNCH(grid_for(N, kRowsPerBlock), kBlock, 0, stream(), ce_forward_rows_kernel<scalar_t>)(
-          N, C, x, target, w, ignore_index, static_cast<scalar_t*>(loss),
-          static_cast<scalar_t*>(stats));
+      EMBER_LAUNCH(grid_for(N, kRowsPerBlock), kBlock, 0, stream(),
+                   ce_forward_rows_kernel<scalar_t>)
+      (N, C, x, target, w, ignore_index, eps, static_cast<scalar_t*>(loss),
+       static_cast<scalar_t*>(stats));
       EMBER_LAUNCH_CHECK("ce_forward_rows_kernel");
     } else if (R > 0) {
-      EMBER_LAUNCH(grid_for(R), kBlock, 0, stream(), ce_forward_spatial_kernel<scalar_t>)(
-          N, C, S, x, target, w, ignore_index, static_cast<scalar_t*>(loss),
-          static_cast<scalar_t*>(stats));
+      EMBER_LAUNCH(grid_for(R), kBlock, 0, stream(), ce_forward_spatial_kernel<scalar_t>)
+      (N, C, S, x, target, w, ignore_index, eps, static_cast<scalar_t*>(loss),
+       static_cast<scalar_t*>(stats));
       EMBER_LAUNCH_CHECK("ce_forward_spatial_kernel");
     }
     // Sum and mean write their 0-d results even for R = 0 (sum 0, mean nan).
@@ -261,16 +296,17 @@ void cross_entropy_forward(DType dtype, int64_t N, int64_t C, int64_t S, const v
 
 void cross_entropy_backward(DType dtype, int64_t N, int64_t C, int64_t S, const void* logits,
                             const int64_t* target, const void* weight, int64_t ignore_index,
-                            const void* stats, const void* grad, int64_t grad_stride,
-                            const void* divisor, void* dlogits) {
+                            double label_smoothing, const void* weight_total, const void* stats,
+                            const void* grad, int64_t grad_stride, const void* divisor,
+                            void* dlogits) {
   EMBER_DISPATCH_FLOAT(dtype, "cross_entropy", [&] {
     const int64_t total = N * C * S;
     if (total == 0) return;
-    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), ce_backward_kernel<scalar_t>)(
-        N, C, S, static_cast<const scalar_t*>(logits), target,
-        static_cast<const scalar_t*>(weight), ignore_index, static_cast<const scalar_t*>(stats),
-        static_cast<const scalar_t*>(grad), grad_stride, static_cast<const scalar_t*>(divisor),
-        static_cast<scalar_t*>(dlogits));
+    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), ce_backward_kernel<scalar_t>)
+    (N, C, S, static_cast<const scalar_t*>(logits), target, static_cast<const scalar_t*>(weight),
+     ignore_index, label_smoothing, static_cast<const scalar_t*>(weight_total),
+     static_cast<const scalar_t*>(stats), static_cast<const scalar_t*>(grad), grad_stride,
+     static_cast<const scalar_t*>(divisor), static_cast<scalar_t*>(dlogits));
     EMBER_LAUNCH_CHECK("ce_backward_kernel");
   });
 }

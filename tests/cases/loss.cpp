@@ -19,15 +19,16 @@ Tensor targets(std::initializer_list<double> values) {
 // cross_entropy(logits, target[, weight]) with the given reduction and ignore_index.
 OpCase ce_case(const std::string& label, std::function<Tensor()> logits,
                std::function<Tensor()> target, std::function<Tensor()> weight, Reduction r,
-               int64_t ignore_index = -100) {
+               int64_t ignore_index = -100, double label_smoothing = 0.0) {
   return OpCase{"cross_entropy", label,
                 [logits, target, weight] {
                   std::vector<Tensor> in{logits(), target()};
                   if (weight) in.push_back(weight());
                   return in;
                 },
-                [r, ignore_index](const std::vector<Tensor>& x) {
-                  return cross_entropy(x[0], x[1], x.size() > 2 ? x[2] : Tensor(), r, ignore_index);
+                [r, ignore_index, label_smoothing](const std::vector<Tensor>& x) {
+                  return cross_entropy(x[0], x[1], x.size() > 2 ? x[2] : Tensor(), r, ignore_index,
+                                       label_smoothing);
                 }};
 }
 
@@ -114,6 +115,128 @@ EMBER_OP_CASES({
     ce_case("transposed [2, 3, 6] sum", [] { return leaf_transposed({2, 3, 6}, 259, -2, 2); },
             [] { return indices({2, 6}, 3, 260); }, [] { return class_weight(3, 261); },
             Reduction::Sum),
+
+    // cross_entropy with label_smoothing: every reduction, weights, ignored rows (the mean
+    // without weights divides the smoothing part by all rows), N-d, strided logits.
+    ce_case(
+        "[5, 4] mean, label_smoothing 0.2",
+        [] {
+          return leaf({5, 4}, 2601, -2, 2);
+        },
+        [] { return indices({5}, 4, 2602); }, nullptr, Reduction::Mean, -100, 0.2),
+    ce_case(
+        "[6, 3] sum, label_smoothing 0.1",
+        [] {
+          return leaf({6, 3}, 2603, -2, 2);
+        },
+        [] { return indices({6}, 3, 2604); }, nullptr, Reduction::Sum, -100, 0.1),
+    ce_case(
+        "[4, 7] weighted none, label_smoothing 0.3",
+        [] {
+          return leaf({4, 7}, 2605, -2, 2);
+        },
+        [] { return indices({4}, 7, 2606); }, [] { return class_weight(7, 2607); }, Reduction::None,
+        -100, 0.3),
+    ce_case(
+        "[5, 4] mean with ignored rows, label_smoothing 0.25",
+        [] {
+          return leaf({5, 4}, 2608, -2, 2);
+        },
+        [] {
+          return targets({1, -100, 3, -100, 2});
+        },
+        nullptr, Reduction::Mean, -100, 0.25),
+    ce_case(
+        "[5, 4] weighted mean with an ignored row, label_smoothing 0.4",
+        [] {
+          return leaf({5, 4}, 2609, -2, 2);
+        },
+        [] {
+          return targets({1, 3, -100, 0, 1});
+        },
+        [] { return class_weight(4, 2610); }, Reduction::Mean, -100, 0.4),
+    ce_case(
+        "[4, 3] none, ignore_index = 2, label_smoothing 1.0",
+        [] {
+          return leaf({4, 3}, 2611, -2, 2);
+        },
+        [] {
+          return targets({2, 0, 2, 1});
+        },
+        nullptr, Reduction::None, 2, 1.0),
+    ce_case(
+        "[3, 4, 5] weighted mean with ignored positions, label_smoothing 0.15",
+        [] {
+          return leaf({3, 4, 5}, 2612, -2, 2);
+        },
+        [] {
+          Tensor t = indices({3, 5}, 4, 2613);
+          return masked_fill(t, indices({3, 5}, 3, 2614).eq(Scalar(0)), Scalar(-100));
+        },
+        [] { return class_weight(4, 2615); }, Reduction::Mean, -100, 0.15),
+    ce_case(
+        "transposed [7, 5] mean with an ignored row, label_smoothing 0.2",
+        [] {
+          return leaf_transposed({7, 5}, 2616, -2, 2);
+        },
+        [] {
+          return targets({0, 4, -100, 1, 2, 3, 4});
+        },
+        nullptr, Reduction::Mean, -100, 0.2),
+    ce_case(
+        "one sample [6], label_smoothing 0.3", [] { return leaf({6}, 2617, -2, 2); },
+        [] { return targets({4}).reshape({}); }, nullptr, Reduction::Mean, -100, 0.3),
+    ce_case(
+        "[2, 3, 4] sum, a class per position, label_smoothing 0.5",
+        [] {
+          return leaf({2, 3, 4}, 2618, -2, 2);
+        },
+        [] {
+          return indices({2, 4}, 3, 2619);
+        },
+        [] { return class_weight(3, 2620); }, Reduction::Sum, -100, 0.5),
+
+    // cross_entropy with probability targets (float, shaped like logits): differentiable in
+    // the target too.
+    ce_case(
+        "probabilities [5, 4] mean",
+        [] {
+          return leaf({5, 4}, 2621, -2, 2);
+        },
+        [] {
+          return leaf({5, 4}, 2622, 0, 1);
+        },
+        nullptr, Reduction::Mean),
+    ce_case(
+        "probabilities [4, 6] weighted sum, label_smoothing 0.2",
+        [] {
+          return leaf({4, 6}, 2623, -2, 2);
+        },
+        [] {
+          return leaf({4, 6}, 2624, 0, 1);
+        },
+        [] { return class_weight(6, 2625); }, Reduction::Sum, -100, 0.2),
+    ce_case(
+        "probabilities [2, 3, 5] weighted none",
+        [] {
+          return leaf({2, 3, 5}, 2626, -2, 2);
+        },
+        [] {
+          return leaf({2, 3, 5}, 2627, 0, 1);
+        },
+        [] { return class_weight(3, 2628); }, Reduction::None),
+    ce_case(
+        "probabilities transposed [6, 3] mean, label_smoothing 0.1",
+        [] {
+          return leaf_transposed({6, 3}, 2629, -2, 2);
+        },
+        [] {
+          return leaf({6, 3}, 2630, 0, 1);
+        },
+        nullptr, Reduction::Mean, -100, 0.1),
+    ce_case(
+        "probabilities one sample [5]", [] { return leaf({5}, 2631, -2, 2); },
+        [] { return leaf({5}, 2632, 0, 1); }, nullptr, Reduction::Mean),
 
     // mse_loss: both inputs differentiable.
     mse_case("[4, 5] mean", [] { return leaf({4, 5}, 250); }, [] { return leaf({4, 5}, 251); },

@@ -64,7 +64,7 @@ Match match_for(const std::string& op) {
       "floor_divide", "max_pool2d", "clamp",       "clamp_min",  "clamp_max",    "maximum",
       "minimum",      "amax",       "amin",        "any",        "all",          "isnan",
       "isinf",        "isfinite",   "logical_and", "logical_or", "logical_xor",  "logical_not",
-      "fmod",         "remainder",  "split",       "chunk"};
+      "fmod",         "remainder",  "split",       "chunk",      "sort",         "topk"};
   static const std::set<std::string> ulps = {"add", "sub", "mul", "div", "pow", "exp", "log",
                                              "sqrt", "sigmoid", "tanh", "add_", "sub_", "mul_",
                                              "div_"};

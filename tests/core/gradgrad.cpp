@@ -1,6 +1,8 @@
 // Higher-order gradients, op by op: the registry's twice_differentiable_ops() (core/registry.h)
 // are held to gradgradcheck (core/gradcheck.h) on every case of the op case table
 // (tests/cases/*.cpp), and the not-yet ops to a clear error under create_graph.
+#include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -64,6 +66,75 @@ TEST_CASE("gradgrad: every op that claims it passes gradgradcheck on all its cas
   }
 }
 
+TEST_CASE("gradgrad: under create_graph every claimed op's gradient is its ordinary one",
+          "[gradgrad]") {
+  // gradgradcheck differentiates the recorded gradient, but a recorded formula that computes
+  // the wrong first derivative consistently would pass it: so the first derivative itself must
+  // match the ordinary (kernel) backward, case by case.
+  for (const test::OpCase& c : test::op_cases()) {
+    if (!c.differentiable || !twice_differentiable(c.op)) continue;
+    INFO("op " << c.op << ", case " << c.label);
+    const std::vector<Tensor> inputs = c.inputs();
+    std::vector<Tensor> wrt;
+    for (const Tensor& x : inputs)
+      if (x.defined() && x.requires_grad()) wrt.push_back(x);
+    const Tensor y = c.fn(inputs);
+    std::vector<double> values(static_cast<size_t>(y.numel()));
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = std::sin(1.0 + 0.7 * static_cast<double>(i));
+    const Tensor v = from_vector<double>(values, y.shape(), TensorOptions(kFloat64)).to(y.dtype());
+    const auto plain = autograd::grad({y}, wrt, {v}, /*retain_graph=*/true, false, true);
+    const auto recorded = autograd::grad({y}, wrt, {v}, true, /*create_graph=*/true, true);
+    for (size_t i = 0; i < wrt.size(); ++i) {
+      REQUIRE(plain[i].defined() == recorded[i].defined());
+      if (!plain[i].defined()) continue;
+      const std::vector<double> a = plain[i].to(kFloat64).to_vector<double>();
+      const std::vector<double> b = recorded[i].to(kFloat64).to_vector<double>();
+      REQUIRE(a.size() == b.size());
+      for (size_t k = 0; k < a.size(); ++k) CHECK(b[k] == Approx(a[k]).epsilon(1e-9).margin(1e-12));
+    }
+  }
+}
+
+TEST_CASE("gradgrad: conv2d and the pools differentiate a third time", "[gradgrad]") {
+  // Their recorded backwards are ops whose own backward is recorded again, so the gradient of
+  // sum(y^3) can go through gradgradcheck: a third derivative against finite differences.
+  const TensorOptions f64 = TensorOptions(kFloat64).requires_grad();
+  auto cubed_gradient = [](const std::function<Tensor(const std::vector<Tensor>&)>& f) {
+    return [f](const std::vector<Tensor>& in) {
+      EnableGradGuard grad_on;  // also when gradcheck evaluates it for finite differences
+      const Tensor y = f(in);
+      const Tensor loss = sum(mul(mul(y, y), y));
+      std::vector<Tensor> flat;
+      for (const Tensor& g : autograd::grad({loss}, in, {}, true, /*create_graph=*/true))
+        flat.push_back(reshape(g, {-1}));
+      return cat(flat, 0);
+    };
+  };
+  SECTION("conv2d, stride 2, padding 1, dilation (1, 2), groups 2") {
+    Conv2dOptions o;
+    o.stride = {2, 2};
+    o.padding = {1, 1};
+    o.dilation = {1, 2};
+    o.groups = 2;
+    const std::vector<Tensor> in{randn({1, 4, 5, 6}, f64), randn({2, 2, 2, 2}, f64)};
+    CHECK_NOTHROW(gradgradcheck(
+        cubed_gradient([o](const std::vector<Tensor>& t) { return conv2d(t[0], t[1], {}, o); }),
+        in));
+  }
+  SECTION("avg_pool2d and max_pool2d, k3 s2 pad 1") {
+    Pool2dOptions o;
+    o.kernel_size = {3, 3};
+    o.stride = {2, 2};
+    o.padding = {1, 1};
+    const std::vector<Tensor> in{randn({1, 2, 5, 5}, f64)};
+    CHECK_NOTHROW(gradgradcheck(
+        cubed_gradient([o](const std::vector<Tensor>& t) { return avg_pool2d(t[0], o); }), in));
+    CHECK_NOTHROW(gradgradcheck(
+        cubed_gradient([o](const std::vector<Tensor>& t) { return max_pool2d(t[0], o); }), in));
+  }
+}
+
 TEST_CASE("gradgrad: the not-yet ops refuse create_graph with an error naming the op",
           "[gradgrad]") {
   // Every differentiable case of each not-yet op, with create_graph and a grad_output that
@@ -96,12 +167,40 @@ TEST_CASE("gradgrad: the not-yet ops refuse create_graph with an error naming th
   }
 }
 
-TEST_CASE("gradgrad: max_pool2d under create_graph names the op", "[gradgrad]") {
-  Tensor x = randn({1, 1, 4, 4}, TensorOptions(kFloat64).requires_grad());
-  Tensor y = max_pool2d(x).sum();
+TEST_CASE("gradgrad: cross_entropy under create_graph names the op", "[gradgrad]") {
+  Tensor x = randn({3, 4}, TensorOptions(kFloat64).requires_grad());
+  const Tensor target = from_vector<int64_t>({0, 3, 1}, {3}, TensorOptions(kInt64));
+  Tensor y = cross_entropy(x, target);
   Tensor gx = autograd::grad({y}, {x}, {}, false, true)[0];  // grad_output 1: a constant
   CHECK_FALSE(gx.requires_grad());                           // the gradient needs no graph
-  Tensor z = (max_pool2d(x) * max_pool2d(x)).sum();          // now it depends on x
+  Tensor z = mul(cross_entropy(x, target), cross_entropy(x, target));  // now it depends on x
   CHECK_THROWS_WITH(autograd::grad({z}, {x}, {}, false, true),
-                    Contains("max_pool2d's backward is not differentiable twice in ember yet"));
+                    Contains("cross_entropy's backward is not differentiable twice in ember yet"));
+}
+
+TEST_CASE("gradgrad: max_pool2d's second derivative routes through the saved indices",
+          "[gradgrad]") {
+  // z = sum(max_pool2d(x)^2): dz/dx = 2 m at each window's maximum (summed where overlapping
+  // windows pick one pixel twice), so the Hessian-vector product H v = 2 * (each pick of
+  // pixel i counts v[i]) again at the picks: scatter(2 * gather(v, idx)).
+  Tensor x = randn({1, 2, 5, 5}, TensorOptions(kFloat64).requires_grad());
+  Pool2dOptions o;
+  o.kernel_size = {3, 3};
+  o.stride = {1, 1};  // overlapping windows: one pixel can win several
+  const ValuesIndices mi = max_pool2d_with_indices(x, o);
+  const Tensor z = sum(mul(mi.values, mi.values));
+  const Tensor gx = autograd::grad({z}, {x}, {}, false, /*create_graph=*/true)[0];
+  REQUIRE(gx.requires_grad());
+  const Tensor v = randn({1, 2, 5, 5}, TensorOptions(kFloat64));
+  const std::vector<double> hv = autograd::grad({sum(mul(gx, v))}, {x})[0].to_vector<double>();
+  const std::vector<int64_t> idx = mi.indices.to_vector<int64_t>();  // [2 planes, 9 windows]
+  const std::vector<double> vv = v.to_vector<double>();
+  std::vector<double> expected(50, 0.0);
+  for (size_t plane = 0; plane < 2; ++plane)
+    for (size_t win = 0; win < 9; ++win) {
+      const size_t pixel = plane * 25 + static_cast<size_t>(idx[plane * 9 + win]);
+      expected[pixel] += 2.0 * vv[pixel];
+    }
+  REQUIRE(hv.size() == expected.size());
+  for (size_t i = 0; i < hv.size(); ++i) CHECK(hv[i] == Approx(expected[i]).margin(1e-12));
 }

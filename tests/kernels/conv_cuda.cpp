@@ -49,6 +49,7 @@ struct Layer {
   int64_t N, C, H, W, K, R, S;
   int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
   bool bias = true;
+  int64_t groups = 1;
 };
 
 ConvGeometry geometry(const Layer& l) {
@@ -57,6 +58,7 @@ ConvGeometry geometry(const Layer& l) {
   g.stride_h = l.stride_h; g.stride_w = l.stride_w;
   g.pad_h = l.pad_h; g.pad_w = l.pad_w;
   g.dil_h = l.dil_h; g.dil_w = l.dil_w;
+  g.groups = l.groups;
   g.P = kernels::conv_out_size(l.H, l.R, l.stride_h, l.pad_h, l.dil_h);
   g.Q = kernels::conv_out_size(l.W, l.S, l.stride_w, l.pad_w, l.dil_w);
   return g;
@@ -205,7 +207,7 @@ Inputs make_inputs(const ConvGeometry& g, bool bias, DType dtype, uint64_t seed)
   manual_seed(seed);
   Inputs in;
   in.x = randn({g.N, g.C, g.H, g.W}, dtype);
-  in.w = randn({g.K, g.C, g.R, g.S}, dtype);
+  in.w = randn({g.K, g.C / g.groups, g.R, g.S}, dtype);
   if (bias) in.b = randn({g.K}, dtype);
   in.dy = randn({g.N, g.K, g.P, g.Q}, dtype);
   return in;
@@ -219,7 +221,7 @@ Pass cpu_pass(const ConvGeometry& g, const Inputs& in) {
   Pass out;
   out.y = empty({g.N, g.K, g.P, g.Q}, dt);
   out.dx = empty({g.N, g.C, g.H, g.W}, dt);
-  out.dw = empty({g.K, g.C, g.R, g.S}, dt);
+  out.dw = empty({g.K, g.C / g.groups, g.R, g.S}, dt);
   if (in.b.defined()) out.db = empty({g.K}, dt);
   kernels::cpu::conv2d_forward(dt, g, ptr(in.x), ptr(in.w), ptr(in.b), mut_ptr(out.y));
   kernels::cpu::conv2d_backward_input(dt, g, ptr(in.dy), ptr(in.w), mut_ptr(out.dx));
@@ -242,7 +244,7 @@ Pass cuda_pass(const ConvGeometry& g, const Inputs& in, kc::ConvAlgo algo) {
   Pass out;
   out.y = full({g.N, g.K, g.P, g.Q}, nan, opt);
   out.dx = full({g.N, g.C, g.H, g.W}, nan, opt);
-  out.dw = full({g.K, g.C, g.R, g.S}, nan, opt);
+  out.dw = full({g.K, g.C / g.groups, g.R, g.S}, nan, opt);
   if (b.defined()) out.db = full({g.K}, nan, opt);
   kc::conv2d_forward(dt, g, ptr(x), ptr(w), ptr(b), mut_ptr(out.y), algo);
   kc::conv2d_backward_input(dt, g, ptr(dy), ptr(w), mut_ptr(out.dx), algo);
@@ -262,6 +264,7 @@ const char* algo_name(kc::ConvAlgo a) {
     case kc::ConvAlgo::Im2colGemm: return "Im2colGemm";
     case kc::ConvAlgo::ImplicitGemm: return "ImplicitGemm";
     case kc::ConvAlgo::Cudnn: return "Cudnn";
+    case kc::ConvAlgo::Direct: return "Direct";
   }
   return "?";
 }
@@ -535,6 +538,19 @@ TEST_CASE("conv index: batching of the im2col path and the 32-bit limits", "[con
   CHECK_FALSE(kc::implicit_forward_fits(huge));
 }
 
+TEST_CASE("conv index: what ConvAlgo::Auto picks for grouped layers", "[conv_index]") {
+  // Depthwise (groups == C, any channel multiplier): the direct kernels. Other groups: Auto,
+  // which the group loop resolves per group; groups = 1 never takes this rule.
+  ConvGeometry g = geometry({"", 2, 32, 56, 56, 32, 3, 3, 1, 1, 1, 1, 1, 1, true, 32});
+  CHECK(kc::choose_grouped_algo(g) == kc::ConvAlgo::Direct);
+  g.K = 64;
+  CHECK(kc::choose_grouped_algo(g) == kc::ConvAlgo::Direct);
+  g.groups = 8;
+  CHECK(kc::choose_grouped_algo(g) == kc::ConvAlgo::Auto);
+  g = geometry({"", 2, 1, 28, 28, 8, 3, 3});
+  CHECK(kc::choose_grouped_algo(g) == kc::ConvAlgo::Auto);
+}
+
 TEST_CASE("conv index: what ConvAlgo::Auto picks for the seed models", "[conv_index]") {
   using A = kc::ConvAlgo;
   const int h100 = 132;  // SMs of an H100 SXM
@@ -584,6 +600,52 @@ TEST_CASE("conv cuda: forward and all gradients match the CPU for every algorith
                                  dtype_name(dt) + ", " + algo_name(algo) + "]";
         check_pass(cuda_pass(g, in, algo), want, dt, what);
       }
+    }
+  }
+}
+
+// Grouped convolutions: every algorithm, ConvAlgo::Direct included (which Auto picks for the
+// depthwise layers), against the CPU, whose depthwise layers run its direct loops and whose
+// other groups run its GEMM algorithms one group at a time. Direct also runs two ungrouped
+// layers. The depthwise 3x3 on 12x12 has 1152 outputs per pass, and a group of the groups-2
+// layer 792 inputs to copy: under EMBER_EMULATOR_GRID_CAP=2 (512 threads) the direct kernels'
+// and the channel copies' grid-stride loops take more than one pass.
+TEST_CASE("conv cuda: groups and depthwise layers match the CPU for every algorithm",
+          "[cuda][conv]") {
+  if (skip_without_gpu()) return;
+  const std::vector<Layer> grouped = {
+      {"depthwise 3x3 padding 1 on 12x12", 2, 4, 12, 12, 4, 3, 3, 1, 1, 1, 1, 1, 1, true, 4},
+      {"depthwise x2 (K = 2C) 3x3 stride 2", 2, 3, 9, 8, 6, 3, 3, 2, 2, 1, 1, 1, 1, false, 3},
+      {"depthwise 3x2 dilation (2, 1) padding (2, 0)", 1, 5, 7, 9, 5, 3, 2, 1, 1, 2, 0, 2, 1, true,
+       5},
+      {"groups 2: 6->4 3x3 padding 1 on 12x11", 2, 6, 12, 11, 4, 3, 3, 1, 1, 1, 1, 1, 1, true, 2},
+      {"groups 3: 6->9 2x3 stride (1, 2) dilation (1, 2), no bias", 1, 6, 8, 11, 9, 2, 3, 1, 2, 0,
+       1, 1, 2, false, 3},
+      {"groups 2, 1x1 pointwise 4->6", 2, 4, 5, 5, 6, 1, 1, 1, 1, 0, 0, 1, 1, true, 2},
+  };
+  const std::vector<Layer> ungrouped = {
+      {"ungrouped 3->5 3x3 stride 2 padding 1 (Direct)", 2, 3, 9, 7, 5, 3, 3, 2, 2, 1, 1},
+      {"ungrouped 2->3 2x2 dilation 2, no bias (Direct)", 1, 2, 6, 6, 3, 2, 2, 1, 1, 0, 0, 2, 2,
+       false},
+  };
+  std::vector<kc::ConvAlgo> algos = algos_to_test();
+  algos.push_back(kc::ConvAlgo::Direct);
+  for (DType dt : {kFloat64, kFloat32}) {
+    uint64_t seed = 900;
+    for (const Layer& l : grouped) {
+      const ConvGeometry g = geometry(l);
+      const Inputs in = make_inputs(g, l.bias, dt, ++seed);
+      const Pass want = cpu_pass(g, in);
+      for (kc::ConvAlgo algo : algos) {
+        check_pass(cuda_pass(g, in, algo), want, dt,
+                   std::string(l.name) + " [" + dtype_name(dt) + ", " + algo_name(algo) + "]");
+      }
+    }
+    for (const Layer& l : ungrouped) {
+      const ConvGeometry g = geometry(l);
+      const Inputs in = make_inputs(g, l.bias, dt, ++seed);
+      check_pass(cuda_pass(g, in, kc::ConvAlgo::Direct), cpu_pass(g, in), dt,
+                 std::string(l.name) + " [" + dtype_name(dt) + "]");
     }
   }
 }

@@ -106,8 +106,8 @@ void check_conv_exact(const ConvGeometry& g) {
 
 // ---- max pooling ---------------------------------------------------------------------------
 
-// pool.h's rule, written plainly: the first tap of the window, then a strictly larger number,
-// or the first NaN (after which nothing replaces it).
+// pool.h's rule (PyTorch 1.13's), written plainly: the first tap of the window, then a strictly
+// larger number or any NaN (so the last NaN of the window wins).
 template <typename T>
 void reference_max_pool(const PoolGeometry& g, const std::vector<T>& x, std::vector<T>& y,
                         std::vector<int64_t>& idx) {
@@ -121,7 +121,7 @@ void reference_max_pool(const PoolGeometry& g, const std::vector<T>& x, std::vec
             const int64_t h = p * g.stride_h - g.pad_h + i, w = q * g.stride_w - g.pad_w + j;
             if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
             const T v = xp[h * g.W + w];
-            if (at < 0 || (!std::isnan(xp[at]) && (std::isnan(v) || v > xp[at]))) at = h * g.W + w;
+            if (at < 0 || std::isnan(v) || v > xp[at]) at = h * g.W + w;
           }
         const size_t o = static_cast<size_t>((plane * g.P + p) * g.Q + q);
         y[o] = xp[at];

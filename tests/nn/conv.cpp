@@ -97,7 +97,7 @@ TEST_CASE("nn conv: Conv2d registers weight [out, in, kh, kw] and bias [out]", "
   CHECK(conv.stride == nn::Size2{1, 1});
 
   nn::Conv2d rect(2, 4, nn::Size2{3, 1}, nn::Size2{2, 1}, nn::Size2{1, 0}, nn::Size2{1, 1},
-                  /*bias=*/false);
+                  /*groups=*/1, /*bias=*/false);
   CHECK(rect.weight.shape() == Shape{4, 2, 3, 1});
   CHECK_FALSE(rect.bias.defined());
   CHECK(rect.parameters().size() == 1);
@@ -187,7 +187,7 @@ TEST_CASE("nn conv: layers print as PyTorch prints them", "[nn][conv][print]") {
   CHECK(nn::Conv2d(3, 8, 3, 2, 1).str() ==
         "Conv2d(3, 8, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1))");
   CHECK(nn::Conv2d(3, 6, nn::Size2{5, 3}, nn::Size2{2, 1}, nn::Size2{1, 0}, nn::Size2{1, 2},
-                   /*bias=*/false)
+                   /*groups=*/1, /*bias=*/false)
             .str() ==
         "Conv2d(3, 6, kernel_size=(5, 3), stride=(2, 1), padding=(1, 0), dilation=(1, 2), "
         "bias=False)");
@@ -268,7 +268,7 @@ TEST_CASE("nn conv: Conv2d's forward equals a hand-written cross-correlation", "
   manual_seed(4);
   for (const Case& c : cases) {
     INFO("C=" << c.C << " H=" << c.H << " W=" << c.W << " K=" << c.K << " R=" << c.R);
-    nn::Conv2d conv(c.C, c.K, nn::Size2{c.R, c.S}, c.stride, c.pad, c.dil, c.bias);
+    nn::Conv2d conv(c.C, c.K, nn::Size2{c.R, c.S}, c.stride, c.pad, c.dil, /*groups=*/1, c.bias);
     conv.to(kFloat64);
     const Tensor x = randn({c.N, c.C, c.H, c.W}, kFloat64);
     const Tensor y = conv(x);
@@ -399,4 +399,45 @@ TEST_CASE("nn conv: to(dtype) and to(device) move conv parameters in place", "[n
   const Tensor on_cpu = net(x);
   const auto g = on_gpu.to_vector<float>(), c = on_cpu.to_vector<float>();
   for (size_t i = 0; i < c.size(); ++i) CHECK(g[i] == Approx(c[i]).margin(1e-5));
+}
+
+TEST_CASE("nn conv: groups, depthwise layers and the pooling options", "[nn][conv]") {
+  // torch.nn.Conv2d(8, 16, 3, padding=1, groups=4): weight [16, 2, 3, 3], fan_in 2 * 3 * 3.
+  manual_seed(12);
+  nn::Conv2d grouped(8, 16, 3, 1, 1, 1, /*groups=*/4);
+  CHECK(grouped.weight.shape() == Shape{16, 2, 3, 3});
+  CHECK(grouped.bias.shape() == Shape{16});
+  const double bound = 1.0 / std::sqrt(18.0);
+  for (double v : grouped.weight.to_vector<double>()) CHECK(std::abs(v) <= bound);
+  CHECK(grouped.str() ==
+        "Conv2d(8, 16, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), groups=4)");
+  const Tensor x = randn({2, 8, 5, 6});
+  const Tensor y = grouped(x);
+  CHECK(y.shape() == Shape{2, 16, 5, 6});
+  const auto want = F::conv2d(x, grouped.weight, grouped.bias, 1, 1, 1, 4).to_vector<float>();
+  CHECK(y.to_vector<float>() == want);
+  // Depthwise, no bias: the bias comes after groups, in torch's order.
+  nn::Conv2d depthwise(6, 6, nn::Size2{3, 3}, nn::Size2{2, 2}, nn::Size2{1, 1}, nn::Size2{1, 1}, 6,
+                       false);
+  CHECK(depthwise.weight.shape() == Shape{6, 1, 3, 3});
+  CHECK_FALSE(depthwise.bias.defined());
+  CHECK(depthwise(randn({1, 6, 7, 7})).shape() == Shape{1, 6, 4, 4});
+  CHECK_THROWS_WITH(nn::Conv2d(6, 4, 3, 1, 0, 1, 3), Contains("groups must divide both"));
+  CHECK_THROWS_WITH(nn::Conv2d(6, 6, 3, 1, 0, 1, 0), Contains("groups must be at least 1"));
+
+  // MaxPool2d(3, 2, 1, dilation=1, return_indices=True, ceil_mode=True) and AvgPool2d's options.
+  nn::MaxPool2d mp(3, 2, 1, 1, true, true);
+  CHECK(mp.str() == "MaxPool2d(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=True)");
+  const Tensor img = randn({1, 2, 8, 8});
+  const ValuesIndices vi = mp.forward_with_indices(img);
+  CHECK(vi.values.shape() == Shape{1, 2, 5, 5});  // ceil mode: 5 windows, the last overhangs
+  CHECK(vi.indices.dtype() == kInt64);
+  CHECK(mp(img).to_vector<float>() == vi.values.to_vector<float>());
+  nn::MaxPool2d dil(nn::Size2{2, 2}, nn::Size2{1, 1}, nn::Size2{0, 0}, nn::Size2{2, 1});
+  CHECK(dil.str() == "MaxPool2d(kernel_size=(2, 2), stride=(1, 1), padding=0, dilation=(2, 1), "
+                     "ceil_mode=False)");
+  CHECK(dil(img).shape() == Shape{1, 2, 6, 7});
+  nn::AvgPool2d ap(3, 2, 1, /*ceil_mode=*/true, /*count_include_pad=*/false);
+  CHECK(ap(img).to_vector<float>() == F::avg_pool2d(img, 3, 2, 1, true, false).to_vector<float>());
+  CHECK(ap(img).shape() == Shape{1, 2, 5, 5});
 }

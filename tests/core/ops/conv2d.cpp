@@ -18,17 +18,18 @@ namespace {
 
 struct Geometry {
   std::string label;
-  Shape x, w;  // [N, C, H, W], [K, C, R, S]
+  Shape x, w;  // [N, C, H, W], [K, C / groups, R, S]
   bool bias = true;
   Conv2dOptions o;
 };
 
 Conv2dOptions opts(std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
-                   std::array<int64_t, 2> dilation = {1, 1}) {
+                   std::array<int64_t, 2> dilation = {1, 1}, int64_t groups = 1) {
   Conv2dOptions o;
   o.stride = stride;
   o.padding = padding;
   o.dilation = dilation;
+  o.groups = groups;
   return o;
 }
 
@@ -37,25 +38,27 @@ int64_t out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil
 }
 
 // The textbook convolution's seven loops. visit(yi, xi, wi) is called for every product
-// y[yi] += w[wi] * x[xi] whose tap lies inside the image (row-major element numbers).
+// y[yi] += w[wi] * x[xi] whose tap lies inside the image (row-major element numbers). With
+// groups, filter k sees the Cg = C / groups input channels of its group k / (K / groups).
 void for_each_tap(const Geometry& g,
                   const std::function<void(int64_t, int64_t, int64_t)>& visit) {
   const int64_t N = g.x[0], C = g.x[1], H = g.x[2], W = g.x[3];
-  const int64_t K = g.w[0], R = g.w[2], S = g.w[3];
+  const int64_t K = g.w[0], Cg = g.w[1], R = g.w[2], S = g.w[3], Kg = K / g.o.groups;
   const int64_t P = out_size(H, R, g.o.stride[0], g.o.padding[0], g.o.dilation[0]);
   const int64_t Q = out_size(W, S, g.o.stride[1], g.o.padding[1], g.o.dilation[1]);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t k = 0; k < K; ++k)
       for (int64_t p = 0; p < P; ++p)
         for (int64_t q = 0; q < Q; ++q)
-          for (int64_t c = 0; c < C; ++c)
+          for (int64_t c = 0; c < Cg; ++c)
             for (int64_t r = 0; r < R; ++r)
               for (int64_t s = 0; s < S; ++s) {
                 const int64_t ih = p * g.o.stride[0] - g.o.padding[0] + r * g.o.dilation[0];
                 const int64_t iw = q * g.o.stride[1] - g.o.padding[1] + s * g.o.dilation[1];
                 if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                visit(((n * K + k) * P + p) * Q + q, ((n * C + c) * H + ih) * W + iw,
-                      ((k * C + c) * R + r) * S + s);
+                const int64_t ci = k / Kg * Cg + c;  // the input channel
+                visit(((n * K + k) * P + p) * Q + q, ((n * C + ci) * H + ih) * W + iw,
+                      ((k * Cg + c) * R + r) * S + s);
               }
 }
 
@@ -150,6 +153,28 @@ const std::vector<Geometry>& geometries() {
       {"implicit: batch 37, padding 1", {37, 16, 9, 9}, {10, 16, 3, 3}, true, opts({1, 1}, {1, 1})},
       {"implicit: 13 filters of 16x5x5, 12x12 input", {6, 16, 12, 12}, {13, 16, 5, 5}, false,
        opts({1, 1}, {0, 0})},
+      // groups: depthwise (the direct loops), with a channel multiplier, and 1 < groups < C
+      // (im2col, or in float32 the implicit GEMM for 64-tap groups, one group at a time).
+      {"depthwise 3x3, padding 1",
+       {3, 6, 9, 8},
+       {6, 1, 3, 3},
+       true,
+       opts({1, 1}, {1, 1}, {1, 1}, 6)},
+      {"depthwise x3, stride 2, dilation (1, 2)",
+       {2, 2, 11, 10},
+       {6, 1, 3, 3},
+       false,
+       opts({2, 2}, {1, 2}, {1, 2}, 2)},
+      {"groups 2, 5x3, stride (1, 2)",
+       {2, 6, 9, 10},
+       {4, 3, 5, 3},
+       true,
+       opts({1, 2}, {2, 1}, {1, 1}, 2)},
+      {"groups 2, implicit-sized groups (16x2x2 taps)",
+       {3, 32, 8, 8},
+       {6, 16, 2, 2},
+       true,
+       opts({1, 1}, {0, 0}, {1, 1}, 2)},
   };
   return gs;
 }
@@ -294,7 +319,7 @@ TEST_CASE("conv2d: argument errors say what is wrong", "[conv2d]") {
              Contains("input must be [N, C, H, W] (or [C, H, W] for one image), got [3, 8]"));
   CHECK_THAT(error_of(conv(zeros({1, 2, 3, 8, 8}), w, b)), Contains("got [1, 2, 3, 8, 8]"));
   CHECK_THAT(error_of(conv(x, zeros({4, 3, 3}), b)),
-             Contains("weight must be [K, C, R, S]") && Contains("got [4, 3, 3]"));
+             Contains("weight must be [K, C/groups, R, S]") && Contains("got [4, 3, 3]"));
   CHECK_THAT(error_of(conv(x, zeros({4, 5, 3, 3}), b)),
              Contains("input [2, 3, 8, 8] has 3 channels but weight [4, 5, 3, 3] expects 5"));
   CHECK_THAT(error_of(conv(x, zeros({4, 3, 0, 3}), b)), Contains("has an empty kernel"));
@@ -318,6 +343,24 @@ TEST_CASE("conv2d: argument errors say what is wrong", "[conv2d]") {
   CHECK_THAT(error_of(conv(x, w, b.to(kFloat64))), Contains("conv2d: dtypes differ"));
   CHECK_THAT(error_of(conv(x.to(kInt64), w.to(kInt64), Tensor())),
              Contains("conv2d: expected a float32 or float64 tensor, got int64"));
+  // groups: both channel counts divisible, the weight holds C / groups channels per filter.
+  Conv2dOptions g2;
+  g2.groups = 2;
+  const Tensor x4 = zeros({2, 4, 8, 8});
+  CHECK_THAT(error_of(conv(x, zeros({4, 1, 3, 3}), b, g2)),
+             Contains("input [2, 3, 8, 8] has 3 channels, which groups = 2 does not divide") &&
+                 Contains("depthwise: groups = 3"));
+  CHECK_THAT(error_of(conv(x4, zeros({3, 2, 3, 3}), Tensor(), g2)),
+             Contains("weight [3, 2, 3, 3] has 3 output channels, which groups = 2 does not "
+                      "divide"));
+  CHECK_THAT(error_of(conv(x4, zeros({4, 4, 3, 3}), b, g2)),
+             Contains("input [2, 4, 8, 8] has 4 channels but weight [4, 4, 3, 3] expects 8 (4 "
+                      "per group times groups = 2)"));
+  g2.groups = 0;
+  CHECK_THAT(error_of(conv(x4, zeros({4, 4, 3, 3}), b, g2)),
+             Contains("groups must be at least 1, got 0"));
+  g2.groups = 4;  // depthwise: weight [4, 1, 3, 3]
+  CHECK(conv2d(x4, zeros({4, 1, 3, 3}), b, g2).shape() == Shape{2, 4, 6, 6});
 }
 
 TEST_CASE("conv2d: the backend switch in a build without cuDNN", "[conv2d]") {

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/ember.h"
+#include "nn/nn.h"
 
 using namespace ember;
 
@@ -83,7 +84,93 @@ void check_large_logits(Device device) {
   CHECK(loss.item() == Approx(std::log(2.0) + std::log(z) - 1.0).epsilon(1e-6));
 }
 
+// label_smoothing with class indices against probability targets: a row's smoothed target is
+// q = (1 - eps) onehot(t) + eps / C (zero for an ignored row), and for None and Sum the two forms
+// are one formula, values and gradients alike. Mean divides both parts by the weight sum (the
+// count) of the rows kept, as PyTorch 1.13 does (probability targets divide by all rows);
+// checked from the None losses at eps = 0 and eps = 1.
+void check_smoothing_against_probabilities(Device device) {
+  manual_seed(11);
+  const int64_t N = 7, C = 5;
+  const Tensor base = (randn({N, C}, kFloat64) * 2.0).to(device);
+  const Tensor target = tensor({0, 4, -100, 2, 2, -100, 1}, kInt64).to(device);
+  const Tensor kept = target.ne(-100);
+  const Tensor weight = tensor({0.5, 2.0, 1.0, 1.5, 0.75}, kFloat64).to(device);
+  for (const double eps : {0.0, 0.1, 0.6, 1.0}) {
+    const Tensor hot =
+        nn::functional::one_hot(masked_fill(target, logical_not(kept), 0), C, kFloat64).to(device);
+    const Tensor q = (hot * (1.0 - eps) + eps / C) * kept.unsqueeze(1);
+    for (const bool weighted : {false, true}) {
+      const Tensor w = weighted ? weight : Tensor();
+      for (const Reduction r : {Reduction::None, Reduction::Sum}) {
+        INFO("eps " << eps << (weighted ? ", weighted" : "") << ", reduction "
+                    << static_cast<int>(r));
+        const Tensor x1 = base.detach().requires_grad_(), x2 = base.detach().requires_grad_();
+        const Tensor fused = cross_entropy(x1, target, w, r, -100, eps);
+        const Tensor composed = cross_entropy(x2, q, w, r);
+        check_close(fused.cpu(), composed.cpu(), 1e-12);
+        manual_seed(5);
+        const Tensor g = randn(fused.shape(), kFloat64).to(device);
+        fused.backward(g);
+        composed.backward(g);
+        check_close(x1.grad().cpu(), x2.grad().cpu(), 1e-12);
+      }
+      INFO("eps " << eps << (weighted ? ", weighted" : "") << ", mean");
+      const Tensor nll = cross_entropy(base, target, w, Reduction::None, -100, 0.0);
+      const Tensor smooth = cross_entropy(base, target, w, Reduction::None, -100, 1.0);
+      const double kept_weight =
+          weighted
+              ? sum(weight.index_select(0, masked_fill(target, logical_not(kept), 0)) * kept).item()
+              : sum(kept).item();
+      const double want = ((1.0 - eps) * sum(nll).item() + eps * sum(smooth).item()) / kept_weight;
+      CHECK(cross_entropy(base, target, w, Reduction::Mean, -100, eps).item() ==
+            Approx(want).epsilon(1e-12));
+    }
+  }
+}
+
 }  // namespace
+
+TEST_CASE("cross_entropy: label_smoothing agrees with smoothed probability targets",
+          "[cross_entropy]") {
+  check_smoothing_against_probabilities(Device::cpu());
+}
+
+TEST_CASE("cross_entropy: label_smoothing and probability targets, hand-computed",
+          "[cross_entropy]") {
+  // One row, logits {0, ln 2, ln 5} (softmax {1/8, 2/8, 5/8}), target 2, eps 0.3, C = 3:
+  // loss = 0.7 * -ln(5/8) + 0.1 * -(ln(1/8) + ln(2/8) + ln(5/8)).
+  const Tensor x = tensor({0.0, std::log(2.0), std::log(5.0)}, {1, 3}, kFloat64).requires_grad_();
+  const Tensor loss = cross_entropy(x, tensor({2}, kInt64), Tensor(), Reduction::Mean, -100, 0.3);
+  const double want = -0.7 * std::log(5.0 / 8) - 0.1 * std::log(10.0 / 512);
+  CHECK(loss.item() == Approx(want).epsilon(1e-14));
+  loss.backward();  // softmax - smoothed target {0.1, 0.1, 0.8}
+  const std::vector<double> g = vals(x.grad());
+  CHECK(g[0] == Approx(0.125 - 0.1).epsilon(1e-14));
+  CHECK(g[1] == Approx(0.25 - 0.1).epsilon(1e-14));
+  CHECK(g[2] == Approx(0.625 - 0.8).epsilon(1e-14));
+
+  // Probability targets: the gradient of the target is -log_softmax (times the weight).
+  const Tensor p = tensor({0.2, 0.3, 0.5}, {1, 3}, kFloat64).requires_grad_();
+  const Tensor y = x.detach().requires_grad_();
+  cross_entropy(y, p, tensor({1.0, 2.0, 4.0}, kFloat64), Reduction::Sum).backward();
+  const std::vector<double> gp = vals(p.grad());
+  CHECK(gp[0] == Approx(std::log(8.0)).epsilon(1e-14));
+  CHECK(gp[1] == Approx(-2.0 * std::log(2.0 / 8)).epsilon(1e-14));
+  CHECK(gp[2] == Approx(-4.0 * std::log(5.0 / 8)).epsilon(1e-14));
+
+  // The module carries the option.
+  nn::CrossEntropyLoss criterion(Tensor(), Reduction::Mean, -100, 0.3);
+  CHECK(criterion.forward(x.detach(), tensor({2}, kInt64)).item() == Approx(want).epsilon(1e-14));
+  CHECK_THROWS_WITH(nn::CrossEntropyLoss(Tensor(), Reduction::Mean, -100, 1.5),
+                    Catch::Matchers::Contains("label_smoothing"));
+  CHECK_THROWS_WITH(cross_entropy(x, tensor({2}, kInt64), Tensor(), Reduction::Mean, -100, -0.1),
+                    Catch::Matchers::Contains("between 0.0 and 1.0"));
+  CHECK_THROWS_WITH(cross_entropy(x, p.detach(), Tensor(), Reduction::Mean, 1),
+                    Catch::Matchers::Contains("ignore_index"));
+  CHECK_THROWS_WITH(cross_entropy(x, zeros({1, 4}, kFloat64)),
+                    Catch::Matchers::Contains("class probabilities"));
+}
 
 TEST_CASE("cross_entropy: logits [N, C, d1, d2] are the rows of [N * d1 * d2, C]", "[cross_entropy]") {
   check_nd_against_rows(Device::cpu());
@@ -100,4 +187,5 @@ TEST_CASE("cross_entropy on cuda: N-d logits and large float32 logits", "[cuda][
   }
   check_nd_against_rows(Device::cuda(0));
   check_large_logits(Device::cuda(0));
+  check_smoothing_against_probabilities(Device::cuda(0));
 }

@@ -22,16 +22,33 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Pool2dOptions pool(std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride = {0, 0},
-                   std::array<int64_t, 2> padding = {0, 0}) {
+                   std::array<int64_t, 2> padding = {0, 0},
+                   std::array<int64_t, 2> dilation = {1, 1}, bool ceil_mode = false,
+                   bool count_include_pad = true) {
   Pool2dOptions o;
   o.kernel_size = kernel;
   o.stride = stride;
   o.padding = padding;
+  o.dilation = dilation;
+  o.ceil_mode = ceil_mode;
+  o.count_include_pad = count_include_pad;
   return o;
 }
 
+// PyTorch's output size, written as its docs state it: floor (or ceil) of
+// (in + 2 pad - dil (k - 1) - 1) / stride + 1, and in ceil mode one less when the last window
+// would start in the right padding.
+int64_t naive_out(int64_t in, int64_t k, int64_t s, int64_t pad, int64_t dil, bool ceil_mode) {
+  const double span =
+      static_cast<double>(in + 2 * pad - dil * (k - 1) - 1) / static_cast<double>(s);
+  int64_t out = static_cast<int64_t>(ceil_mode ? std::ceil(span) : std::floor(span)) + 1;
+  if (ceil_mode && (out - 1) * s >= in + pad) --out;
+  return out;
+}
+
 // The reference: pooling written out the obvious way, over [planes, H, W] in double. Taps in
-// the padding are skipped (max: they are -inf; avg: zeros, and the divisor stays kh * kw).
+// the padding are skipped (max: they are -inf; avg: zeros). The average divides by the window
+// clipped to the padded input (count_include_pad) or by its taps inside the plane.
 struct Naive {
   std::vector<double> y;   // [planes, P, Q]
   std::vector<double> dx;  // gradient of sum(y * g), [planes, H, W]
@@ -43,9 +60,10 @@ Naive naive_pool(bool is_max, const std::vector<double>& x, int64_t planes, int6
   const int64_t kh = o.kernel_size[0], kw = o.kernel_size[1];
   const int64_t sh = o.stride[0] ? o.stride[0] : kh, sw = o.stride[1] ? o.stride[1] : kw;
   const int64_t ph = o.padding[0], pw = o.padding[1];
+  const int64_t dh = o.dilation[0], dw = o.dilation[1];
   Naive r;
-  r.P = (H + 2 * ph - kh) / sh + 1;
-  r.Q = (W + 2 * pw - kw) / sw + 1;
+  r.P = naive_out(H, kh, sh, ph, dh, o.ceil_mode);
+  r.Q = naive_out(W, kw, sw, pw, dw, o.ceil_mode);
   r.y.assign(static_cast<size_t>(planes * r.P * r.Q), 0.0);
   r.dx.assign(x.size(), 0.0);
   for (int64_t n = 0; n < planes; ++n) {
@@ -53,31 +71,34 @@ Naive naive_pool(bool is_max, const std::vector<double>& x, int64_t planes, int6
       for (int64_t q = 0; q < r.Q; ++q) {
         const size_t out = static_cast<size_t>((n * r.P + p) * r.Q + q);
         double best = -kInf, sum = 0.0;
-        int64_t at = -1;
+        int64_t at = -1, inside = 0, padded = 0;
         for (int64_t i = 0; i < kh; ++i) {
           for (int64_t j = 0; j < kw; ++j) {
-            const int64_t h = p * sh - ph + i, w = q * sw - pw + j;
+            const int64_t h = p * sh - ph + i * dh, w = q * sw - pw + j * dw;
+            if (h < H + ph && w < W + pw) ++padded;  // inside the padded input
             if (h < 0 || h >= H || w < 0 || w >= W) continue;
             const double v = x[static_cast<size_t>((n * H + h) * W + w)];
             sum += v;
-            // First tap in the plane; then a larger number, or a first NaN.
-            if (at < 0 || (!std::isnan(best) && (v > best || std::isnan(v)))) {
+            ++inside;
+            // PyTorch's rule: the first tap in the plane; then a larger number or any NaN.
+            if (at < 0 || v > best || std::isnan(v)) {
               best = v;
               at = h * W + w;
             }
           }
         }
+        const double divisor = static_cast<double>(o.count_include_pad ? padded : inside);
         if (is_max) {
           r.y[out] = best;
           r.dx[static_cast<size_t>(n * H * W + at)] += g[out];
         } else {
-          r.y[out] = sum / static_cast<double>(kh * kw);
+          r.y[out] = sum / divisor;
           for (int64_t i = 0; i < kh; ++i) {
             for (int64_t j = 0; j < kw; ++j) {
               const int64_t h = p * sh - ph + i, w = q * sw - pw + j;
               if (h < 0 || h >= H || w < 0 || w >= W) continue;
               const size_t in = static_cast<size_t>((n * H + h) * W + w);
-              r.dx[in] += g[out] / static_cast<double>(kh * kw);
+              r.dx[in] += g[out] / divisor;
             }
           }
         }
@@ -154,16 +175,25 @@ TEST_CASE("pool2d: values and gradients match a naive loop", "[pool2d]") {
       {{4, 5, 5}, pool({5, 5}, {1, 1}, {2, 2}), "3-d, pad = kernel / 2"},
       {{1, 1, 1, 1}, pool({1, 1}), "1x1"},
       {{2, 4, 50, 50}, pool({2, 2}), "the cats-vs-dogs 50x50"},
+      {{2, 2, 7, 5}, pool({2, 2}, {2, 2}, {0, 0}, {1, 1}, true), "ceil mode, odd sizes"},
+      {{1, 2, 8, 8}, pool({3, 3}, {2, 2}, {1, 1}, {1, 1}, true), "ceil mode over the padding"},
+      {{1, 1, 4, 7}, pool({2, 2}, {3, 3}, {1, 1}, {1, 1}, true), "ceil mode, last window dropped"},
+      {{2, 2, 9, 7}, pool({3, 3}, {2, 2}, {1, 1}, {1, 1}, false, false), "count_include_pad off"},
+      {{1, 2, 7, 6}, pool({3, 2}, {2, 2}, {1, 1}, {1, 1}, true, false), "ceil, pad not counted"},
+      {{1, 2, 9, 8}, pool({3, 3}, {1, 1}, {0, 0}, {2, 2}), "dilation 2 (max)"},
+      {{2, 1, 10, 9}, pool({3, 2}, {2, 1}, {1, 1}, {2, 3}, true), "dilation (2, 3), ceil (max)"},
   };
   for (const Geometry& geo : geometries) {
     for (bool is_max : {true, false}) {
+      if (!is_max && geo.o.dilation != std::array<int64_t, 2>{1, 1}) continue;
       for (DType dt : {kFloat64, kFloat32}) {
         manual_seed(7);
         // float32 values: the naive loop then sees exactly what the kernel sees.
         const Tensor x = randn(geo.shape, dt).requires_grad_(true);
         // float32 kernels sum in double like the naive loop, but round the result and the
-        // gradients to float.
-        check_against_naive(is_max, x, geo.o, dt == kFloat64 ? 1e-12 : 1e-6, geo.what);
+        // gradients to float (max pooling adds overlapping windows' gradients in float: with
+        // dilation an input collects up to 9 of them, hence 1e-5).
+        check_against_naive(is_max, x, geo.o, dt == kFloat64 ? 1e-12 : 1e-5, geo.what);
       }
     }
   }
@@ -227,7 +257,7 @@ TEST_CASE("max_pool2d: ties go to the first tap, padding never wins, NaN wins", 
     sum(y).backward();
     CHECK(x.grad().to_vector<double>() == std::vector<double>{4, 2, 2, 1});
   }
-  SECTION("NaN: a window with a NaN gives NaN, and the first NaN gets the gradient") {
+  SECTION("NaN: a window with a NaN gives NaN, and PyTorch's NaN gets the gradient") {
     const double nan = std::nan("");
     const Tensor x = tensor({1.0, 7.0, nan, 3.0, 2.0, nan, 8.0, 0.0}, kFloat64)
                          .reshape({1, 1, 2, 4}).requires_grad_(true);
@@ -239,11 +269,26 @@ TEST_CASE("max_pool2d: ties go to the first tap, padding never wins, NaN wins", 
     CHECK(std::isnan(v[1]));
     sum(y).backward();
     CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0, 1, 0, 0, 1, 0, 0});
-    // Two NaNs in one window: the first (row-major) is picked.
+    // Two NaNs in one window: the LAST (row-major) is picked, as PyTorch 1.13 does (a tap
+    // replaces the best when it is larger or a NaN).
     const Tensor z = tensor({5.0, nan, nan, 9.0}, kFloat64).reshape({1, 1, 2, 2})
                          .requires_grad_(true);
     sum(max_pool2d(z, pool({2, 2}))).backward();
-    CHECK(z.grad().to_vector<double>() == std::vector<double>{0, 1, 0, 0});
+    CHECK(z.grad().to_vector<double>() == std::vector<double>{0, 0, 1, 0});
+    // PyTorch 1.13's own answer (F.max_pool2d(x, 2, 1, return_indices=True) on this plane):
+    // indices [[3, 1], [3, 8]], and the gradient of the sum [[0, 1, 0], [2, 0, 0], [0, 0, 1]].
+    const Tensor w = tensor({1.0, nan, 3.0, nan, 2.0, 5.0, 0.0, 1.0, nan}, kFloat64)
+                         .reshape({1, 1, 3, 3})
+                         .requires_grad_(true);
+    const ValuesIndices vi = max_pool2d_with_indices(w, pool({2, 2}, {1, 1}));
+    CHECK(vi.indices.to_vector<int64_t>() == std::vector<int64_t>{3, 1, 3, 8});
+    sum(vi.values).backward();
+    CHECK(w.grad().to_vector<double>() == std::vector<double>{0, 1, 0, 2, 0, 0, 0, 0, 1});
+    // On a row of a 2x2 fast-path layout too (kernel 2, stride 2: its NaN rows are redone).
+    const Tensor r =
+        tensor({nan, nan, 1.0, 2.0, nan, 4.0, 3.0, nan}, kFloat32).reshape({1, 1, 2, 4});
+    CHECK(max_pool2d_with_indices(r, pool({2, 2})).indices.to_vector<int64_t>() ==
+          std::vector<int64_t>{4, 7});
   }
 }
 
@@ -291,6 +336,33 @@ TEST_CASE("pool2d: shapes, default stride, names of the backward nodes", "[pool2
   }
 }
 
+TEST_CASE("max_pool2d_with_indices: PyTorch's flat indices, the values, one backward", "[pool2d]") {
+  // 1x5 rows pooled k (1, 2) s 2, ceil mode: windows [0, 1], [2, 3] and [4] (the last overhangs).
+  const Tensor x = tensor({3.0, 1.0, 2.0, 8.0, -1.0, 0.0, 6.0, 6.0, 5.0, 9.0}, kFloat64)
+                       .reshape({1, 2, 1, 5})
+                       .requires_grad_(true);
+  const ValuesIndices vi = max_pool2d_with_indices(x, pool({1, 2}, {2, 2}, {0, 0}, {1, 1}, true));
+  CHECK(vi.values.shape() == Shape{1, 2, 1, 3});
+  CHECK(vi.indices.dtype() == kInt64);
+  CHECK(vi.values.to_vector<double>() == std::vector<double>{3, 8, -1, 6, 6, 9});
+  // Flat within each H x W plane (not within the window, not global): the second plane's
+  // indices start at 0 again.
+  CHECK(vi.indices.to_vector<int64_t>() == std::vector<int64_t>{0, 3, 4, 1, 2, 4});
+  sum(vi.values).backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{1, 0, 0, 1, 1, 0, 1, 1, 0, 1});
+  // The values equal max_pool2d's, with dilation too (taps 2 apart: [0, 2] and [2, 4]).
+  const Tensor y = randn({2, 3, 6, 7}, kFloat64);
+  const Pool2dOptions o = pool({2, 2}, {2, 1}, {1, 1}, {2, 2});
+  const ValuesIndices d = max_pool2d_with_indices(y, o);
+  CHECK(d.values.to_vector<double>() == max_pool2d(y, o).to_vector<double>());
+  // Each index points at its value.
+  const std::vector<double> yv = y.to_vector<double>(), dv = d.values.to_vector<double>();
+  const std::vector<int64_t> iv = d.indices.to_vector<int64_t>();
+  const int64_t out_plane = d.values.size(2) * d.values.size(3);
+  for (size_t i = 0; i < iv.size(); ++i)
+    CHECK(yv[static_cast<size_t>(static_cast<int64_t>(i) / out_plane * 42 + iv[i])] == dv[i]);
+}
+
 TEST_CASE("pool2d: argument errors say what is wrong", "[pool2d][errors]") {
   const Tensor x = zeros({1, 2, 5, 5});
   CHECK_THAT(error_message([&] { max_pool2d(zeros({1, 2, 5, 5}, kInt64)); }),
@@ -317,6 +389,22 @@ TEST_CASE("pool2d: argument errors say what is wrong", "[pool2d][errors]") {
              Contains("avg_pool2d: the input plane is empty (shape [1, 1, 0, 4])"));
   CHECK_THAT(error_message([&] { max_pool2d(Tensor()); }),
              Contains("max_pool2d: input is an undefined tensor"));
+  CHECK_THAT(error_message([&] {
+               avg_pool2d(x, pool({2, 2}, {1, 1}, {0, 0}, {2, 1}));
+             }),
+             Contains("avg_pool2d: dilation is a max_pool2d option") && Contains("height"));
+  CHECK_THAT(error_message([&] {
+               max_pool2d(x, pool({2, 2}, {1, 1}, {0, 0}, {1, 0}));
+             }),
+             Contains("max_pool2d: dilation must be at least 1, got 0 for the width"));
+  // Dilation 3 from the padding: window 0 reads rows -1 and 2 of a 2-row plane, none inside.
+  CHECK_THAT(error_message([&] {
+               max_pool2d(zeros({1, 1, 2, 4}), pool({2, 2}, {1, 1}, {1, 0}, {3, 1}));
+             }),
+             Contains("has no tap inside the input"));
+  // ceil mode lets a window hang over the end, but not start past it.
+  CHECK(max_pool2d(zeros({1, 1, 1, 5}), pool({1, 3}, {1, 3}, {0, 0}, {1, 1}, true)).shape() ==
+        Shape{1, 1, 1, 2});
 }
 
 TEST_CASE("pool2d: the same bits for any thread count", "[pool2d][threads]") {
@@ -367,6 +455,8 @@ TEST_CASE("pool2d: CUDA matches the CPU bit for bit", "[pool2d][cuda]") {
       {{65537, 1, 2, 2}, pool({2, 2})},                    // many tiny planes
       {{2, 1, 4096, 2100}, pool({2, 2})},  // 17.2M inputs > 2^16 blocks x 256: the grid loops
       {{2, 5, 9}, pool({3, 3}, {1, 1})},                   // 3-d
+      {{2, 3, 9, 11}, pool({3, 3}, {2, 2}, {1, 1}, {1, 1}, true, false)},  // ceil, pad not counted
+      {{2, 3, 13, 10}, pool({3, 2}, {2, 1}, {1, 1}, {2, 3}, true)},        // dilation (max; avg: 1)
   };
   for (const Geometry& geo : geometries) {
     // The emulation build runs every CUDA thread on the CPU: the 17.2M-element geometry (there to
@@ -383,6 +473,7 @@ TEST_CASE("pool2d: CUDA matches the CPU bit for bit", "[pool2d][cuda]") {
           flat.narrow(0, 2, 1).fill_(std::nan(""));
         }
         for (bool is_max : {true, false}) {
+          if (!is_max && geo.o.dilation != std::array<int64_t, 2>{1, 1}) continue;
           INFO((is_max ? "max " : "avg ") << shape_str(geo.shape) << " " << dt
                                           << (values ? " ties+NaN" : " random"));
           const Tensor xc = base.clone().requires_grad_(true);

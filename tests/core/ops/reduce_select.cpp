@@ -104,10 +104,14 @@ TEST_CASE("max/min backward: the gradient goes to the picked element", "[reduce]
   min(a).backward();
   CHECK(vals(a.grad()) == std::vector<double>{1, 0, 0, 0, 0, 0});
 
-  // A tie: all of the gradient goes to the first index.
+  // A tie in the whole-tensor max: the gradient is shared evenly, as in PyTorch 1.13.
   Tensor t = tensor({2, 7, 7}, kFloat64).requires_grad_(true);
   max(t).backward();
-  CHECK(vals(t.grad()) == std::vector<double>{0, 1, 0});
+  CHECK(vals(t.grad()) == std::vector<double>{0, 0.5, 0.5});
+  // With a dim there are indices, and the gradient follows them (the first of the tie).
+  Tensor u = tensor({2, 7, 7}, {1, 3}, kFloat64).requires_grad_(true);
+  max(u, 1).values.sum().backward();
+  CHECK(vals(u.grad()) == std::vector<double>{0, 1, 0});
 
   // Over dim 0 of a transposed (non-contiguous) input, with keepdim.
   Tensor b = example(kFloat64).requires_grad_(true);
