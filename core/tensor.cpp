@@ -401,6 +401,14 @@ Tensor linspace(double start, double end, int64_t steps, const TensorOptions& o)
   return tensor(v, {steps}, o);
 }
 
+Tensor eye(int64_t n, int64_t m, const TensorOptions& o) {
+  if (m < 0) m = n;
+  EMBER_CHECK(n >= 0, "eye: n must be non-negative, got ", n);
+  std::vector<double> v(static_cast<size_t>(n * m), 0.0);
+  for (int64_t i = 0; i < std::min(n, m); ++i) v[static_cast<size_t>(i * m + i)] = 1.0;
+  return tensor(v, {n, m}, o);
+}
+
 namespace {
 // Random factories fill the tensor where it lives: element i takes counter (offset + i) of the
 // generator's Philox stream on either device, so a seed gives the same numbers on CPU and GPU.

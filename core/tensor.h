@@ -287,6 +287,9 @@ Tensor scalar_tensor(double value, const TensorOptions& options = {});
 Tensor arange(double end, const TensorOptions& options = {});
 Tensor arange(double start, double end, double step = 1.0, const TensorOptions& options = {});
 Tensor linspace(double start, double end, int64_t steps, const TensorOptions& options = {});
+// The identity: ones on the main diagonal of an [n, m] matrix (m < 0: square), zeros elsewhere;
+// float32 by default, like torch.eye and np.eye.
+Tensor eye(int64_t n, int64_t m = -1, const TensorOptions& options = {});
 // Uniform in [0, 1) and standard normal, from the global generator (see core/random.h).
 Tensor rand(const Shape& shape, const TensorOptions& options = {});
 Tensor randn(const Shape& shape, const TensorOptions& options = {});

@@ -321,6 +321,7 @@ TEST_CASE("cuda device: set_default_device(\"cuda\") makes factories create CUDA
     CHECK(arange(5.0).device() == kCuda0);
     CHECK(arange(1.0, 2.0, 0.25).device() == kCuda0);
     CHECK(linspace(0.0, 1.0, 5).device() == kCuda0);
+    CHECK(eye(3).device() == kCuda0);
     const Tensor t = tensor({1.0, 2.0, 3.0});
     CHECK(t.device() == kCuda0);
     CHECK(t.to_vector<double>() == std::vector<double>{1, 2, 3});

@@ -21,6 +21,13 @@ TEST_CASE("factories: values, dtypes and options", "[tensor]") {
   CHECK(arange(5).to_vector<double>() == std::vector<double>{0, 1, 2, 3, 4});
   CHECK(arange(1, 2, 0.25, kFloat64).to_vector<double>() == std::vector<double>{1, 1.25, 1.5, 1.75});
   CHECK(linspace(0, 1, 5).to_vector<double>() == std::vector<double>{0, 0.25, 0.5, 0.75, 1});
+  CHECK(eye(3).to_vector<double>() == std::vector<double>{1, 0, 0, 0, 1, 0, 0, 0, 1});
+  CHECK(eye(2, 3, kFloat64).to_vector<double>() == std::vector<double>{1, 0, 0, 0, 1, 0});
+  CHECK(eye(3, 2).shape() == Shape{3, 2});
+  CHECK(eye(3, 2).to_vector<double>() == std::vector<double>{1, 0, 0, 1, 0, 0});
+  CHECK(eye(0).numel() == 0);
+  CHECK(eye(2).dtype() == kFloat32);
+  CHECK_THROWS_WITH(eye(-1), Catch::Contains("n must be non-negative"));
   CHECK(tensor({1, 2, 3, 4, 5, 6}, {2, -1}).shape() == Shape{2, 3});
   CHECK(scalar_tensor(3.0).dim() == 0);
   CHECK(scalar_tensor(3.0).item() == 3.0);
