@@ -205,9 +205,9 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
                                  : dst_device.is_cpu() ? kernels::CopyKind::DeviceToHost
                                                        : kernels::CopyKind::DeviceToDevice;
   // The copy is queued on the stream of the GPU it involves: the source's when both are GPUs
-  // (-1, "cuda" without an index: the current device).
+  // (-1, "cuda" without an index: the current device), and ordered with the destination's.
   const int device = src_device.is_cuda() ? src_device.index : dst_device.index;
-  rt.copy_bytes(dst, src, n, kind, device, non_blocking);
+  rt.copy_bytes(dst, src, n, kind, device, dst_device.index, non_blocking);
 }
 
 // ---- the allocators behind Storage (core/storage.cpp) ------------------------------------------

@@ -94,11 +94,13 @@ struct DeviceRuntime {
   // a message naming its sm and the CMake flag to rebuild with. The text lives as long as the
   // process.
   bool (*device_supported)(int index, const char** why);
-  // Copies n bytes, in order with the kernels on `device`'s stream (-1: the current device).
-  // A copy that involves the host returns when the bytes have arrived, unless non_blocking (the
-  // host side must then be pinned). During a graph capture only DeviceToDevice is allowed.
+  // Copies n bytes, in order with the kernels on `device`'s stream (-1: the current device);
+  // `dst_device` is the destination's GPU of a DeviceToDevice copy (-1: the current device),
+  // whose stream the copy is ordered with too. A copy that involves the host returns when the
+  // bytes have arrived, unless non_blocking (the host side must then be pinned). During a graph
+  // capture only DeviceToDevice is allowed.
   void (*copy_bytes)(void* dst, const void* src, size_t n, CopyKind kind, int device,
-                     bool non_blocking);
+                     int dst_device, bool non_blocking);
 
   // ---- memory (kernels/cuda/allocator.cu) ------------------------------------------------------
   // The caching allocator: nbytes on `device` (a valid index), nullptr for 0 bytes. A freed

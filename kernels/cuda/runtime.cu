@@ -231,18 +231,12 @@ bool device_supported(int index, const char** why) {
 
 namespace {
 
-// The device whose memory holds p (-1: not device memory).
-int device_of_pointer(const void* p) {
-#ifdef EMBER_CUDA_EMULATED
-  return ::ember::emu::device_of_address(p);
-#else
-  cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
-  return attr.type == cudaMemoryTypeDevice ? attr.device : -1;
-#endif
+// A device index with -1 ("cuda" without an index) resolved to the current device.
+int resolved(int device) {
+  if (device >= 0) return device;
+  int current = 0;
+  EMBER_CUDA_CHECK(cudaGetDevice(&current));
+  return current;
 }
 
 // Makes the current stream of `waiter` wait for the work queued so far on the current stream of
@@ -264,7 +258,7 @@ void order_devices(int waiter, int producer) {
 
 }  // namespace
 
-void copy_bytes(void* dst, const void* src, size_t n, CopyKind kind, int device,
+void copy_bytes(void* dst, const void* src, size_t n, CopyKind kind, int device, int dst_device,
                 bool non_blocking) {
   if (n == 0) return;
   // A graph holds device work only: a copy from the host would copy the bytes the host buffer
@@ -291,8 +285,7 @@ void copy_bytes(void* dst, const void* src, size_t n, CopyKind kind, int device,
   // over while kernels queued earlier still use it. So the copy waits for the destination's work
   // so far, and the destination's stream waits for the copy (the emulator's asynchronous mode
   // showed DataParallel's scatter and gather reading their copies before they had landed).
-  const int dst_device = kind == CopyKind::DeviceToDevice ? device_of_pointer(dst) : device;
-  const bool across = dst_device >= 0 && dst_device != device;
+  const bool across = kind == CopyKind::DeviceToDevice && resolved(dst_device) != resolved(device);
   if (across) order_devices(device, dst_device);
   {
     DeviceGuard guard(device);

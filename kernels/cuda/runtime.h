@@ -35,7 +35,8 @@ int driver_version();
 int runtime_version();
 const char* built_architectures();
 bool device_supported(int index, const char** why);
-void copy_bytes(void* dst, const void* src, size_t n, CopyKind kind, int device, bool non_blocking);
+void copy_bytes(void* dst, const void* src, size_t n, CopyKind kind, int device, int dst_device,
+                bool non_blocking);
 
 // Makes `index` current for one scope (nothing for index < 0) and puts the previous device back
 // at its end.

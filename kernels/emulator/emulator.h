@@ -179,10 +179,6 @@ void reset_access_counts();
 // a valid index not listed before ("-1", "", "x" hide everything after them). Exposed for tests.
 std::vector<int> parse_visible_devices(const std::string& value, int physical);
 
-// The emulated device whose memory holds `p`, or -1 (the emulation build's answer to
-// cudaPointerGetAttributes, for kernels/cuda/runtime.cu's copies between devices).
-int device_of_address(const void* p);
-
 // ---- for ember's caching allocator (kernels/cuda/allocator.cu) ----------------------------------
 // The allocator keeps cudaMalloc'd blocks after their tensor dies and hands them out again, so on
 // a GPU a stale pointer into a cached block reads whatever the next tensor put there. These tell

@@ -173,76 +173,42 @@ int math_ulp_bound(const char* name) {
   return -1;
 }
 
-// The bounds, looked up once each (the table above is the one place they are written).
-#define EMBER_GPU_MATH_BOUND(name)                               \
-  static const int bound = (ensure_env(), math_ulp_bound(name)); \
-  (void)bound
+// One wrapper per function: the bound is looked up once (the table above is the one place it is
+// written), after the mode has been read from the environment.
+#define EMBER_GPU_MATH_BOUND(name) static const int bound = (ensure_env(), math_ulp_bound(name))
+#define EMBER_GPU_MATH_UNARY(T, fn, name, impl) \
+  T fn(T x) {                                   \
+    EMBER_GPU_MATH_BOUND(name);                 \
+    return impl(x, bound);                      \
+  }
+EMBER_GPU_MATH_UNARY(float, gpu_expf, "expf", exp_impl)
+EMBER_GPU_MATH_UNARY(float, gpu_logf, "logf", log_impl)
+EMBER_GPU_MATH_UNARY(float, gpu_log1pf, "log1pf", log1p_impl)
+EMBER_GPU_MATH_UNARY(float, gpu_expm1f, "expm1f", expm1_impl)
+EMBER_GPU_MATH_UNARY(float, gpu_tanhf, "tanhf", tanh_impl)
+EMBER_GPU_MATH_UNARY(float, gpu_sinf, "sinf", sin_impl)
+EMBER_GPU_MATH_UNARY(float, gpu_cosf, "cosf", cos_impl)
+EMBER_GPU_MATH_UNARY(double, gpu_exp, "exp", exp_impl)
+EMBER_GPU_MATH_UNARY(double, gpu_log, "log", log_impl)
+EMBER_GPU_MATH_UNARY(double, gpu_log1p, "log1p", log1p_impl)
+EMBER_GPU_MATH_UNARY(double, gpu_expm1, "expm1", expm1_impl)
+EMBER_GPU_MATH_UNARY(double, gpu_tanh, "tanh", tanh_impl)
+EMBER_GPU_MATH_UNARY(double, gpu_sin, "sin", sin_impl)
+EMBER_GPU_MATH_UNARY(double, gpu_cos, "cos", cos_impl)
+#undef EMBER_GPU_MATH_UNARY
 
-float gpu_expf(float x) {
-  EMBER_GPU_MATH_BOUND("expf");
-  return exp_impl(x, bound);
-}
-float gpu_logf(float x) {
-  EMBER_GPU_MATH_BOUND("logf");
-  return log_impl(x, bound);
-}
-float gpu_log1pf(float x) {
-  EMBER_GPU_MATH_BOUND("log1pf");
-  return log1p_impl(x, bound);
-}
-float gpu_expm1f(float x) {
-  EMBER_GPU_MATH_BOUND("expm1f");
-  return expm1_impl(x, bound);
-}
-float gpu_tanhf(float x) {
-  EMBER_GPU_MATH_BOUND("tanhf");
-  return tanh_impl(x, bound);
-}
 float gpu_powf(float x, float y) {
   EMBER_GPU_MATH_BOUND("powf");
   return pow_impl(x, y, bound);
-}
-float gpu_sqrtf(float x) { return std::sqrt(x); }
-float gpu_sinf(float x) {
-  EMBER_GPU_MATH_BOUND("sinf");
-  return sin_impl(x, bound);
-}
-float gpu_cosf(float x) {
-  EMBER_GPU_MATH_BOUND("cosf");
-  return cos_impl(x, bound);
-}
-double gpu_exp(double x) {
-  EMBER_GPU_MATH_BOUND("exp");
-  return exp_impl(x, bound);
-}
-double gpu_log(double x) {
-  EMBER_GPU_MATH_BOUND("log");
-  return log_impl(x, bound);
-}
-double gpu_log1p(double x) {
-  EMBER_GPU_MATH_BOUND("log1p");
-  return log1p_impl(x, bound);
-}
-double gpu_expm1(double x) {
-  EMBER_GPU_MATH_BOUND("expm1");
-  return expm1_impl(x, bound);
-}
-double gpu_tanh(double x) {
-  EMBER_GPU_MATH_BOUND("tanh");
-  return tanh_impl(x, bound);
 }
 double gpu_pow(double x, double y) {
   EMBER_GPU_MATH_BOUND("pow");
   return pow_impl(x, y, bound);
 }
+#undef EMBER_GPU_MATH_BOUND
+
+// sqrt is correctly rounded on a GPU (bound 0): the C library's answer is the GPU's.
+float gpu_sqrtf(float x) { return std::sqrt(x); }
 double gpu_sqrt(double x) { return std::sqrt(x); }
-double gpu_sin(double x) {
-  EMBER_GPU_MATH_BOUND("sin");
-  return sin_impl(x, bound);
-}
-double gpu_cos(double x) {
-  EMBER_GPU_MATH_BOUND("cos");
-  return cos_impl(x, bound);
-}
 
 }  // namespace ember::emu

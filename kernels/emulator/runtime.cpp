@@ -608,11 +608,6 @@ bool queue_mark(uintptr_t b, const char* what, std::function<void()> mark) {
 }
 }  // namespace
 
-int device_of_address(const void* p) {
-  int device = -1;
-  return device_arena_of(reinterpret_cast<uintptr_t>(p), &device) != nullptr ? device : -1;
-}
-
 void mark_block_live(const void* block, size_t bytes, size_t capacity) {
   const auto b = reinterpret_cast<uintptr_t>(block);
   if (queue_mark(b, "ember's allocator handing a block to a new tensor",
@@ -757,6 +752,21 @@ const char* where_name(Where w) {
   return w == Where::Device ? "device" : (w == Where::Pinned ? "pinned host" : "host");
 }
 
+// A copy as a graph node (and as the work a queued copy runs): the ranges are checked when it
+// runs, then the bytes move.
+GraphNode copy_node(void* dst, const void* src, size_t n, const char* call) {
+  return GraphNode{std::string(call) + " of " + std::to_string(n) + " bytes",
+                   [dst, src, n, call](cudaStream_t) -> cudaError_t {
+                     std::string report;
+                     if (!check_range(dst, n, call, "destination", &report) ||
+                         !check_range(src, n, call, "source", &report)) {
+                       return fail_with(cudaErrorInvalidValue, report);
+                     }
+                     do_copy(dst, src, n);
+                     return cudaSuccess;
+                   }};
+}
+
 cudaError_t copy_queued(void* dst, const void* src, size_t n, Where dw, Where sw,
                         cudaStream_t stream, bool async, const char* call, const void* pc);
 
@@ -798,16 +808,7 @@ cudaError_t copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cuda
   const bool pageable_host = dw == Where::Host || sw == Where::Host;
   // On a capturing stream the copy becomes a node (the same bytes copied at every replay); a copy
   // with pageable host memory cannot (nullptr: capture_or_run refuses it).
-  GraphNode node{std::string(call) + " of " + std::to_string(n) + " bytes",
-                 [dst, src, n, call](cudaStream_t) -> cudaError_t {
-                   std::string report;
-                   if (!check_range(dst, n, call, "destination", &report) ||
-                       !check_range(src, n, call, "source", &report)) {
-                     return fail_with(cudaErrorInvalidValue, report);
-                   }
-                   do_copy(dst, src, n);
-                   return cudaSuccess;
-                 }};
+  GraphNode node = copy_node(dst, src, n, call);
   const cudaError_t captured = capture_or_run(s, call, pageable_host ? nullptr : &node);
   if (captured == kRecorded) return cudaSuccess;
   if (captured != cudaSuccess) return fail(captured);
@@ -839,16 +840,7 @@ cudaError_t copy_queued(void* dst, const void* src, size_t n, Where dw, Where sw
   std::lock_guard<std::recursive_mutex> lock(dev.mu);
   if (const cudaError_t e = sticky_check(s.device); e != cudaSuccess) return e;
   const bool pageable_host = dw == Where::Host || sw == Where::Host;
-  GraphNode node{std::string(call) + " of " + std::to_string(n) + " bytes",
-                 [dst, src, n, call](cudaStream_t) -> cudaError_t {
-                   std::string report;
-                   if (!check_range(dst, n, call, "destination", &report) ||
-                       !check_range(src, n, call, "source", &report)) {
-                     return fail_with(cudaErrorInvalidValue, report);
-                   }
-                   do_copy(dst, src, n);
-                   return cudaSuccess;
-                 }};
+  GraphNode node = copy_node(dst, src, n, call);
   const cudaError_t captured = capture_or_run(s, call, pageable_host ? nullptr : &node);
   if (captured == kRecorded) return cudaSuccess;
   if (captured != cudaSuccess) return fail(captured);
