@@ -60,6 +60,12 @@ SavedTensor::SavedTensor(const Tensor& data, const Tensor& source) : SavedTensor
   source_version_ = source.version();
 }
 
+SavedTensor SavedTensor::private_copy_of(const Tensor& copy, const Tensor& input) {
+  SavedTensor s(copy);
+  if (copy.defined() && input.defined() && input.requires_grad()) s.edge_ = gradient_edge(input);
+  return s;
+}
+
 Tensor SavedTensor::unpack(const Node& owner, const char* what) const {
   if (owner.released) {
     throw AutogradError(

@@ -55,6 +55,10 @@ class SavedTensor {
   // `data` is what the backward reads, a copy the op made of `source`; the version check
   // follows `source` too (the gradient edge stays data's own, as the one-argument form).
   SavedTensor(const Tensor& data, const Tensor& source);
+  // `copy` is a private copy the op made of its input `input`, so `input` may change in place
+  // afterwards (no version check follows it); under create_graph the copy comes back attached
+  // to input's gradient edge, as if it were input (cross_entropy saves its logits so).
+  static SavedTensor private_copy_of(const Tensor& copy, const Tensor& input);
   // The saved tensor. In a backward pass with create_graph (grad mode on) it comes back
   // attached to the graph again — to the edge of the input it was, or to `owner` when it is
   // owner's own output — so a gradient computed from it can itself be differentiated

@@ -27,7 +27,9 @@
 //           W = sum_c w[c] (C without a weight).
 //           softmax[r, c] = exp((logits[r, c] - max_r) - logsum_r) from the two saved row
 //           statistics (not from a rounded lse_r, which would cost float32 logits of 1e4 four
-//           digits of their gradient: kernels/cross_entropy.h). One fused kernel.
+//           digits of their gradient: kernels/cross_entropy.h). One fused kernel; under
+//           create_graph the same formula as recorded ops (softmax, mul, sub), differentiable
+//           again.
 //           No gradient for target (integers) or weight (PyTorch has none either).
 // Shapes    logits [N, C] float with target int64 [N]; logits [N, C, d1, ..., dk] with target
 //           [N, d1, ..., dk]; logits [C] with a 0-d target (one sample). Target values in
@@ -61,10 +63,11 @@ struct CrossEntropyBackward final : ops::Node {
   Tensor divisor;  // Mean: the 0-d sum of weights, left where the kernels wrote it
   std::string name() const override { return "CrossEntropyBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
-    autograd::check_twice_differentiable(*this, "cross_entropy", g, {&logits, &weight});
     const Tensor x = logits.unpack(*this, "logits");
     const Tensor t = target.unpack(*this, "target");
     const Tensor w = weight.defined() ? weight.unpack(*this, "weight") : Tensor();
+    if (is_grad_enabled() && (g.requires_grad() || x.requires_grad()))
+      return {recorded_backward(g, x, t, w)};  // create_graph
     const Tensor st = stats.unpack(*this, "row stats");
     const Tensor gc = g.contiguous();
     Tensor gx = ops::new_output(x.shape(), x);
@@ -77,6 +80,35 @@ struct CrossEntropyBackward final : ops::Node {
         weight_total.defined() ? weight_total.raw_data() : nullptr, st.raw_data(), gc.raw_data(),
         grad_stride, divisor.defined() ? divisor.raw_data() : nullptr, gx.raw_data());
     return {gx};
+  }
+  // The kernel's gradient written with recorded ops, so that it can be differentiated again
+  // (create_graph). Per row r that is not ignored, with p = softmax(logits_r):
+  //   dL/dlogits_r = g_r * [(1 - eps) w[t_r] (p - onehot(t_r)) + eps / C (W p - w)]
+  // (w = 1 and W = C without a weight); ignored rows get 0. Only p depends on the logits.
+  Tensor recorded_backward(const Tensor& g, const Tensor& x, const Tensor& t,
+                           const Tensor& w) const {
+    const int64_t C = x.size(1);
+    const double eps = label_smoothing;
+    Shape class_shape(x.dim(), 1);  // [1, C, 1, ..., 1]: one entry per class
+    class_shape[1] = C;
+    const Tensor valid = ne(t, Scalar(ignore_index));
+    const Tensor t_safe = where(valid, t, Scalar(0));  // ignored rows: any class, weighted 0
+    const Tensor classes = arange(static_cast<double>(C), t.options()).reshape(class_shape);
+    const Tensor onehot = eq(classes, unsqueeze(t_safe, 1)).to(x.dtype());
+    Tensor w_t = valid.to(x.dtype());  // w[t_r], 0 where ignored
+    if (w.defined()) w_t = mul(w_t, index_select(w, 0, t_safe.reshape({-1})).reshape(t.shape()));
+    const Tensor p = softmax(x, 1);
+    Tensor term = mul(unsqueeze(mul(w_t, Scalar(1.0 - eps)), 1), sub(p, onehot));
+    if (eps > 0.0) {
+      const Tensor spread = w.defined() ? sub(mul(p, weight_total), w.reshape(class_shape))
+                                        : sub(mul(p, Scalar(static_cast<double>(C))), Scalar(1.0));
+      const Tensor row_share = mul(valid.to(x.dtype()), Scalar(eps / static_cast<double>(C)));
+      term = add(term, mul(spread, unsqueeze(row_share, 1)));
+    }
+    const Tensor scale = reduction == Reduction::None   ? unsqueeze(g, 1)
+                         : reduction == Reduction::Mean ? div(g, divisor)
+                                                        : g;
+    return mul(term, scale);
   }
   void release_saved() override {
     logits.reset();
@@ -229,7 +261,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
   const Tensor divisor = reduction == Reduction::Mean ? weight_sum : Tensor();
   if (autograd::grad_needed({&logits})) {
     auto node = std::make_shared<CrossEntropyBackward>();
-    node->logits = ops::SavedTensor(x);
+    node->logits = ops::SavedTensor::private_copy_of(x, logits);
     node->target = ops::SavedTensor(t, target);
     if (w.defined()) node->weight = ops::SavedTensor(w, weight);
     node->stats = ops::SavedTensor(stats);

@@ -121,14 +121,14 @@ struct ScatterAddBackward final : ops::Node {
     if (needs_input_grad(1)) {
       gsrc = gather(g, dim, index.unpack(*this, "index"));
       const Shape& src_shape = input_shapes[1];
-      if (gsrc.shape() != src_shape) {
-        // src reached past the index's extent: those elements were never added, gradient 0.
-        autograd::check_twice_differentiable(*this, "scatter_add", g);  // copy_ below
-        Tensor padded = zeros(src_shape, g.options());
-        Tensor window = padded;
-        for (int64_t k = 0; k < gsrc.dim(); ++k) window = narrow(window, k, 0, gsrc.shape()[k]);
-        window.copy_(gsrc);
-        gsrc = padded;
+      // Where src reaches past the index's extent, its elements were never added: gradient 0,
+      // zeros appended dim by dim (recorded ops, so create_graph can differentiate it again).
+      for (int64_t k = 0; k < gsrc.dim(); ++k) {
+        const int64_t missing = src_shape[k] - gsrc.shape()[k];
+        if (missing == 0) continue;
+        Shape pad_shape = gsrc.shape();
+        pad_shape[k] = missing;
+        gsrc = cat({gsrc, zeros(pad_shape, g.options())}, k);
       }
     }
     return {ga, gsrc};

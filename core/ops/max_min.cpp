@@ -17,6 +17,9 @@
 //             dL/da = mask * (dL/dout / count(mask))
 //           A NaN result sends the gradient to the NaN elements, split evenly among them.
 //           This backward is made of ops, so it is differentiable again (create_graph).
+//           Under create_graph the one-dim form's placement runs as a recorded
+//             dL/da = scatter_add(zeros(a.shape), d, indices, dL/dvalues)
+//           (indices and dL/dvalues unsqueezed at d without keepdim) instead of the kernel.
 // Shapes    dim d removed (kept as size 1 with keepdim); the all-elements forms give 0-d.
 //           indices are int64. The reduced dim must not be empty (the max of nothing is undefined).
 //           A 0-d input has one element: dim 0 or -1 names it.
@@ -42,16 +45,27 @@ using kernels::MaxMin;
 struct MaxMinBackward final : ops::Node {
   ops::SavedTensor indices;
   int64_t outer = 1, r = 1, inner = 1;
+  int64_t dim = 0;  // the reduced dim, wrapped (0 for a 0-d input)
+  bool keepdim = false;
   const char* label = "MaxBackward";
   std::string name() const override { return label; }
   std::vector<Tensor> backward(const Tensor& g) override {
-    autograd::check_twice_differentiable(*this, label[1] == 'a' ? "max" : "min", g);
     const Tensor idx = indices.unpack(*this, "indices");
+    if (is_grad_enabled() && g.requires_grad()) return {recorded_backward(g, idx)};
     const Tensor gc = g.contiguous();
     Tensor ga = empty(input_shapes[0], g.options());
     KernelsOn(g)->reduce.max_min_backward(g.dtype(), outer, r, inner, gc.raw_data(),
                                           idx.data_ptr<int64_t>(), ga.raw_data());
     return {ga};
+  }
+  // create_graph: the same placement as a recorded scatter_add into zeros, linear in g (the
+  // indices are constants of the graph), so that it can be differentiated again.
+  Tensor recorded_backward(const Tensor& g, const Tensor& idx) const {
+    const Shape& a_shape = input_shapes[0];
+    if (a_shape.empty()) return g.reshape({});  // a 0-d input: its one element was picked
+    const Tensor ix = keepdim ? idx : unsqueeze(idx, dim);
+    const Tensor gk = keepdim ? g : unsqueeze(g, dim);
+    return scatter_add(zeros(a_shape, g.options()), dim, ix, gk);
   }
   void release_saved() override { indices.reset(); }
 };
@@ -110,6 +124,8 @@ ValuesIndices max_min_impl(const Tensor& a, const Shape& dims, bool keepdim, Max
     node->outer = p.outer;
     node->r = p.r;
     node->inner = p.inner;
+    node->dim = a.dim() == 0 ? 0 : wrap_dim(dims[0], a.dim(), op);
+    node->keepdim = keepdim;
     node->label = which == MaxMin::Max ? "MaxBackward" : "MinBackward";
     autograd::connect(node, values, {&a});
   }

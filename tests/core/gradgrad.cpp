@@ -167,15 +167,84 @@ TEST_CASE("gradgrad: the not-yet ops refuse create_graph with an error naming th
   }
 }
 
-TEST_CASE("gradgrad: cross_entropy under create_graph names the op", "[gradgrad]") {
-  Tensor x = randn({3, 4}, TensorOptions(kFloat64).requires_grad());
-  const Tensor target = from_vector<int64_t>({0, 3, 1}, {3}, TensorOptions(kInt64));
-  Tensor y = cross_entropy(x, target);
-  Tensor gx = autograd::grad({y}, {x}, {}, false, true)[0];  // grad_output 1: a constant
-  CHECK_FALSE(gx.requires_grad());                           // the gradient needs no graph
-  Tensor z = mul(cross_entropy(x, target), cross_entropy(x, target));  // now it depends on x
-  CHECK_THROWS_WITH(autograd::grad({z}, {x}, {}, false, true),
-                    Contains("cross_entropy's backward is not differentiable twice in ember yet"));
+TEST_CASE("gradgrad: a kernel-only backward refuses create_graph with an error naming the op",
+          "[gradgrad]") {
+  // The guard a not-yet op calls first (autograd::check_twice_differentiable): y = x^2 with a
+  // backward that computes 2 x g on the host and records nothing.
+  struct HostSquareBackward final : autograd::Node {
+    autograd::SavedTensor x;
+    std::string name() const override { return "HostSquareBackward"; }
+    std::vector<Tensor> backward(const Tensor& g) override {
+      autograd::check_twice_differentiable(*this, "host_square", g, {&x});
+      const std::vector<double> xv = x.unpack(*this, "self").to_vector<double>();
+      const std::vector<double> gv = g.to_vector<double>();
+      std::vector<double> out(xv.size());
+      for (size_t i = 0; i < out.size(); ++i) out[i] = 2.0 * xv[i] * gv[i];
+      return {from_vector<double>(out, input_shapes[0], TensorOptions(kFloat64))};
+    }
+    void release_saved() override { x.reset(); }
+  };
+  auto host_square = [](const Tensor& x) {
+    Tensor y;
+    {
+      NoGradGuard no_grad;
+      y = mul(x, x);
+    }
+    auto node = std::make_shared<HostSquareBackward>();
+    node->x = autograd::SavedTensor(x);
+    autograd::connect(node, y, {&x});
+    return y;
+  };
+  const Tensor x =
+      from_vector<double>({1.0, -2.0, 3.0}, {3}, TensorOptions(kFloat64)).requires_grad_(true);
+  // An ordinary backward works, and gives 2 x.
+  CHECK(autograd::grad({sum(host_square(x))}, {x})[0].to_vector<double>() ==
+        std::vector<double>{2.0, -4.0, 6.0});
+  // Under create_graph its gradient would depend on x, which requires grad: refused by name.
+  CHECK_THROWS_WITH(autograd::grad({sum(host_square(x))}, {x}, {}, false, /*create_graph=*/true),
+                    Contains("host_square's backward is not differentiable twice in ember yet"));
+}
+
+TEST_CASE("gradgrad: cross_entropy's Hessian is softmax's, row by row", "[gradgrad]") {
+  // L = mean_r (lse(x_r) - x_r[t_r]) over the rows not ignored: dL/dx_r = (p_r - onehot) / n,
+  // and the Hessian-vector product is (p_r * v_r - p_r (p_r . v_r)) / n, with n the rows kept.
+  const Tensor x = randn({4, 5}, TensorOptions(kFloat64).requires_grad());
+  const Tensor target = from_vector<int64_t>({0, 3, -100, 4}, {4}, TensorOptions(kInt64));
+  const Tensor gx = autograd::grad({cross_entropy(x, target)}, {x}, {}, false,
+                                   /*create_graph=*/true)[0];
+  REQUIRE(gx.requires_grad());  // the gradient depends on x through the softmax
+  const Tensor v = randn({4, 5}, TensorOptions(kFloat64));
+  const std::vector<double> hv = autograd::grad({sum(mul(gx, v))}, {x})[0].to_vector<double>();
+  const std::vector<double> p = softmax(x.detach(), 1).to_vector<double>();
+  const std::vector<double> vv = v.to_vector<double>();
+  const std::vector<int64_t> t = target.to_vector<int64_t>();
+  REQUIRE(hv.size() == 20);
+  for (size_t r = 0; r < 4; ++r) {
+    double pv = 0.0;
+    for (size_t c = 0; c < 5; ++c) pv += p[r * 5 + c] * vv[r * 5 + c];
+    for (size_t c = 0; c < 5; ++c) {
+      const size_t i = r * 5 + c;
+      const double expected = t[r] == -100 ? 0.0 : (p[i] * vv[i] - p[i] * pv) / 3.0;
+      CHECK(hv[i] == Approx(expected).margin(1e-12));
+    }
+  }
+}
+
+TEST_CASE("gradgrad: max over a dim puts the second derivative at its indices", "[gradgrad]") {
+  // z = sum(max(x, 1)^2): dz/dx = 2 m at each row's maximum, so H v = 2 v at those positions.
+  const Tensor x = randn({3, 6}, TensorOptions(kFloat64).requires_grad());
+  const ValuesIndices m = max(x, 1);
+  const Tensor gx = autograd::grad({sum(mul(m.values, m.values))}, {x}, {}, false, true)[0];
+  REQUIRE(gx.requires_grad());
+  const Tensor v = randn({3, 6}, TensorOptions(kFloat64));
+  const std::vector<double> hv = autograd::grad({sum(mul(gx, v))}, {x})[0].to_vector<double>();
+  const std::vector<int64_t> idx = m.indices.to_vector<int64_t>();
+  const std::vector<double> vv = v.to_vector<double>();
+  for (size_t r = 0; r < 3; ++r)
+    for (size_t c = 0; c < 6; ++c) {
+      const size_t i = r * 6 + c;
+      CHECK(hv[i] == Approx(static_cast<int64_t>(c) == idx[r] ? 2.0 * vv[i] : 0.0).margin(1e-12));
+    }
 }
 
 TEST_CASE("gradgrad: max_pool2d's second derivative routes through the saved indices",

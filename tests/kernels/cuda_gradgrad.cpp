@@ -1,7 +1,8 @@
 // Second derivatives on CUDA against the CPU. Under create_graph the backward of softmax,
-// log_softmax, conv2d, max_pool2d, avg_pool2d and prod runs as recorded ops (the recorded
-// gradients of conv2d and avg_pool2d call their CUDA kernels again, max_pool2d's a scatter_add,
-// prod's a scan of cat/narrow/mul): for every case of these ops in the op table
+// log_softmax, conv2d, max_pool2d, avg_pool2d, prod, max/min, cross_entropy and scatter_add runs
+// as recorded ops (the recorded gradients of conv2d and avg_pool2d call their CUDA kernels again,
+// max_pool2d's and max/min's a scatter_add, prod's a scan of cat/narrow/mul, cross_entropy's a
+// softmax): for every case of these ops in the op table
 // (tests/cases/*.cpp) the first-order gradient and a Hessian-vector product are computed on
 // both devices and compared, in float64.
 //
@@ -88,8 +89,9 @@ void require_same(const Tensor& cpu, const Tensor& dev, const std::string& what)
 TEST_CASE("cuda gradgrad: Hessian-vector products of the recorded backwards match the CPU",
           "[cuda][gradgrad]") {
   if (test::skip_without_gpu()) return;
-  const std::vector<std::string> ops = {"softmax",    "log_softmax", "conv2d",
-                                        "max_pool2d", "avg_pool2d",  "prod"};
+  const std::vector<std::string> ops = {"softmax",       "log_softmax", "conv2d", "max_pool2d",
+                                        "avg_pool2d",    "prod",        "max",    "min",
+                                        "cross_entropy", "scatter_add"};
   int checked = 0;
   for (const test::OpCase& c : test::op_cases()) {
     bool wanted = false;
