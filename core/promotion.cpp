@@ -16,6 +16,7 @@ int dtype_category(DType t) {
   switch (t) {
     case DType::Bool: return 0;
     case DType::UInt8:
+    case DType::Int32:
     case DType::Int64: return 1;
     case DType::Float32:
     case DType::Float64: return 2;
@@ -24,14 +25,15 @@ int dtype_category(DType t) {
 }
 
 namespace {
-// Position in the lattice bool < uint8 < int64 < float32 < float64.
+// Position in the lattice bool < uint8 < int32 < int64 < float32 < float64.
 int rank(DType t) {
   switch (t) {
     case DType::Bool: return 0;
     case DType::UInt8: return 1;
-    case DType::Int64: return 2;
-    case DType::Float32: return 3;
-    case DType::Float64: return 4;
+    case DType::Int32: return 2;
+    case DType::Int64: return 3;
+    case DType::Float32: return 4;
+    case DType::Float64: return 5;
   }
   return 0;
 }
@@ -120,15 +122,17 @@ DType result_type(const std::vector<Tensor>& tensors) {
 bool scalar_fits(const Scalar& s, DType dtype) {
   if (dtype == kBool || s.is_bool()) return true;
   if (s.is_integral()) {
-    if (dtype != kUInt8) return true;
     const int64_t v = s.to_int();
-    return v <= 255 && v >= -255;
+    if (dtype == kUInt8) return v <= 255 && v >= -255;
+    if (dtype == kInt32) return v <= INT32_MAX && v >= INT32_MIN;  // a signed type: no wrap
+    return true;
   }
   const double f = s.to_double();
   switch (dtype) {
     case DType::Float64: return true;
     case DType::Float32: return std::isinf(f) || std::isnan(f) || std::fabs(f) <= 3.4028234663852886e38;
     case DType::UInt8: return f >= 0.0 && f <= 255.0;  // false for NaN and +-inf
+    case DType::Int32: return f >= -2147483648.0 && f <= 2147483647.0;
     case DType::Int64: return f >= -9223372036854775808.0 && f <= 9223372036854775807.0;
     case DType::Bool: return true;
   }
@@ -151,13 +155,16 @@ Tensor cast_for_compute(const Tensor& t, DType dtype) {
 
 Tensor wrapped_scalar(const Scalar& s, DType dtype, Device device) {
   constexpr int64_t kExactInDouble = int64_t{1} << 53;
-  const bool exact_as_double =
-      !s.is_integral() || (s.to_int() <= kExactInDouble && s.to_int() >= -kExactInDouble);
+  const int64_t lo = dtype == kInt32 ? INT32_MIN : -kExactInDouble;
+  const int64_t hi = dtype == kInt32 ? INT32_MAX : kExactInDouble;
+  const bool exact_as_double = !s.is_integral() || (s.to_int() <= hi && s.to_int() >= lo);
   Tensor t;
   if (!device.is_cpu() && exact_as_double) {
     // One fill kernel, queued without waiting. It converts as the host branch does (1000 into
     // uint8 is 232), and unlike fill_ it accepts values the dtype cannot hold (x + 1000 on a
-    // uint8 tensor wraps, as in PyTorch).
+    // uint8 tensor wraps, as in PyTorch). An integer beyond int32's range for an int32 tensor
+    // goes through the host, which wraps it as PyTorch does (x + 2^32 is x); the fill kernel's
+    // double -> int32 conversion would give INT32_MIN, the answer for out-of-range floats.
     t = empty({}, TensorOptions(dtype).device(device));
     KernelsOn(t)->elementwise.fill(dtype, make_loop<1>({}, {&t}, "scalar"), t.raw_data(),
                                    s.to_double());

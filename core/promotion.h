@@ -2,16 +2,17 @@
 // type promotion, spelled out once for every op that mixes dtypes.
 //
 // The rule, as torch.result_type applies it:
-//   1. Dtypes fall into three categories: bool < integer (uint8, int64) < floating
-//      (float32, float64). Inside a category the wider dtype wins (uint8 + int64 -> int64,
-//      float32 + float64 -> float64); across categories the higher category wins
-//      (int64 + float32 -> float32, bool + uint8 -> uint8).
+//   1. Dtypes fall into three categories: bool < integer (uint8, int32, int64) < floating
+//      (float32, float64). Inside a category the wider dtype wins (uint8 + int32 -> int32,
+//      int32 + int64 -> int64, float32 + float64 -> float64); across categories the higher
+//      category wins (int64 + float32 -> float32, bool + uint8 -> uint8).
 //   2. Operands are weighed in three tiers: tensors with dimensions, dimension-less (0-d)
 //      tensors, and plain C++ numbers (ember::Scalar, PyTorch's "wrapped numbers"). A lower tier
 //      changes the result only when its category is higher than every higher tier's:
 //        float32 [3] * float64 0-d  -> float32   (same category: the tensor with dims decides)
 //        int64 [3]   * float64 0-d  -> float64   (higher category: the 0-d tensor counts)
 //        uint8 [3]   + 1000         -> uint8     (an integer number never widens an integer tensor)
+//        int32 [3]   + int64 0-d    -> int32     (nor does a 0-d integer tensor)
 //        int64 [3]   * 2.5          -> float32   (a floating number brings the default float
 //                                                 dtype, float32, not float64)
 //   3. Ops that only make sense on floats (true division, mean, exp, log, sqrt, sigmoid, tanh,
@@ -39,8 +40,8 @@ inline DType default_dtype() { return kFloat32; }
 // bool 0, integer 1, floating 2.
 int dtype_category(DType t);
 
-// The smaller dtype that holds both (the lattice of rule 1): bool < uint8 < int64 < float32 <
-// float64, each a superset of the ones before it for ember's five dtypes.
+// The smaller dtype that holds both (the lattice of rule 1): bool < uint8 < int32 < int64 <
+// float32 < float64, each a superset of the ones before it for ember's six dtypes.
 DType promote_types(DType a, DType b);
 
 // May a value computed in `from` be stored into a tensor of `to`? False from floating to an
@@ -51,7 +52,8 @@ bool can_cast(DType from, DType to);
 // Does the number fit a tensor of `dtype` (fill_, masked_fill)? PyTorch's range check: a float
 // out of an integer dtype's range or NaN (uint8.fill_(-1.5), uint8.fill_(300)) or a finite
 // float beyond float32's largest does not; an integer down to -255 still fits uint8 (it wraps,
-// as in PyTorch); inf fits a float dtype and anything fits bool.
+// as in PyTorch), but int32 takes only -2^31 .. 2^31 - 1 (int32.fill_(2**31) is an error, as in
+// PyTorch); inf fits a float dtype and anything fits bool.
 bool scalar_fits(const Scalar& s, DType dtype);
 // Throws "<op>: the value <v> does not fit a <dtype> tensor ..." unless scalar_fits.
 void check_scalar_fits(const char* op, const Scalar& s, DType dtype);

@@ -47,6 +47,7 @@ const char* format_dtype(DType t) {
     case DType::Float32: return "F32";
     case DType::Float64: return "F64";
     case DType::Int64: return "I64";
+    case DType::Int32: return "I32";
     case DType::UInt8: return "U8";
     case DType::Bool: return "BOOL";
   }
@@ -54,7 +55,7 @@ const char* format_dtype(DType t) {
 }
 
 bool parse_dtype(const std::string& s, DType* out) {
-  for (DType t : {kFloat32, kFloat64, kInt64, kUInt8, kBool}) {
+  for (DType t : {kFloat32, kFloat64, kInt64, kInt32, kUInt8, kBool}) {
     if (s == format_dtype(t)) {
       *out = t;
       return true;
@@ -198,7 +199,7 @@ struct Reader {
     if (!dt.is_string()) fail(where + ": \"dtype\" is not a string");
     if (!parse_dtype(dt.get<std::string>(), &e.dtype)) {
       fail(where + " has dtype " + dt.get<std::string>() + ", which ember does not have (it "
-           "reads F32, F64, I64, U8 and BOOL); convert the tensor before saving it, e.g. "
+           "reads F32, F64, I64, I32, U8 and BOOL); convert the tensor before saving it, e.g. "
            "tensor.float() in PyTorch");
     }
     const json& shape = v["shape"];

@@ -65,6 +65,7 @@ T* Tensor::data_ptr() const {
 template float* Tensor::data_ptr<float>() const;
 template double* Tensor::data_ptr<double>() const;
 template int64_t* Tensor::data_ptr<int64_t>() const;
+template int32_t* Tensor::data_ptr<int32_t>() const;
 template uint8_t* Tensor::data_ptr<uint8_t>() const;
 template bool* Tensor::data_ptr<bool>() const;
 
@@ -88,6 +89,7 @@ std::vector<T> Tensor::to_vector() const {
 template std::vector<float> Tensor::to_vector<float>() const;
 template std::vector<double> Tensor::to_vector<double>() const;
 template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+template std::vector<int32_t> Tensor::to_vector<int32_t>() const;
 template std::vector<uint8_t> Tensor::to_vector<uint8_t>() const;
 
 // ---- autograd -------------------------------------------------------------------------------
@@ -492,6 +494,8 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape, const Tenso
 template Tensor from_vector<float>(const std::vector<float>&, const Shape&, const TensorOptions&);
 template Tensor from_vector<double>(const std::vector<double>&, const Shape&, const TensorOptions&);
 template Tensor from_vector<int64_t>(const std::vector<int64_t>&, const Shape&, const TensorOptions&);
+template Tensor from_vector<int32_t>(const std::vector<int32_t>&, const Shape&,
+                                     const TensorOptions&);
 template Tensor from_vector<uint8_t>(const std::vector<uint8_t>&, const Shape&, const TensorOptions&);
 
 Tensor empty_like(const Tensor& t) { return empty(t.shape(), t.options()); }

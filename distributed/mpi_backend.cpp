@@ -55,6 +55,7 @@ MPI_Datatype mpi_type(DType dtype) {
     case DType::Float32: return MPI_FLOAT;
     case DType::Float64: return MPI_DOUBLE;
     case DType::Int64: return MPI_INT64_T;
+    case DType::Int32: return MPI_INT32_T;
     case DType::UInt8: return MPI_UINT8_T;
     case DType::Bool: return MPI_C_BOOL;
   }

@@ -59,6 +59,7 @@ ncclDataType_t nccl_type(DType dtype) {
     case DType::Float32: return ncclFloat32;
     case DType::Float64: return ncclFloat64;
     case DType::Int64: return ncclInt64;
+    case DType::Int32: return ncclInt32;
     case DType::UInt8:
     case DType::Bool: return ncclUint8;  // bool is one byte, 0 or 1
   }

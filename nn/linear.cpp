@@ -16,6 +16,7 @@ std::string dtype_constant(DType dtype) {
     case DType::Float32: return "ember::kFloat32";
     case DType::Float64: return "ember::kFloat64";
     case DType::Int64: return "ember::kInt64";
+    case DType::Int32: return "ember::kInt32";
     case DType::UInt8: return "ember::kUInt8";
     case DType::Bool: return "ember::kBool";
   }

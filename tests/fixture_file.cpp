@@ -27,10 +27,12 @@ namespace {
 
 bool known_dtype(const std::string& d, int version) {
   return d == "float64" || d == "float32" || d == "int64" || d == "bool" ||
-         (version >= 2 && d == "uint8");
+         (version >= 2 && (d == "uint8" || d == "int32"));
 }
 
-bool is_integer_dtype(const std::string& d) { return d == "int64" || d == "uint8" || d == "bool"; }
+bool is_integer_dtype(const std::string& d) {
+  return d == "int64" || d == "int32" || d == "uint8" || d == "bool";
+}
 
 // Reads `count` values into t (doubles, and exact integers for the integer dtypes).
 std::string parse_values(const std::vector<std::string>& toks, size_t first, size_t count,
@@ -270,6 +272,7 @@ DType dtype_from_name(const std::string& d) {
   if (d == "float64") return kFloat64;
   if (d == "float32") return kFloat32;
   if (d == "int64") return kInt64;
+  if (d == "int32") return kInt32;
   if (d == "uint8") return kUInt8;
   if (d == "bool") return kBool;
   throw ValueError("fixtures: unknown dtype " + d);
@@ -282,6 +285,7 @@ Tensor from_values(const FixtureTensor& t, const std::vector<double>& values,
                    const std::vector<int64_t>& ints, const Shape& shape) {
   const DType dt = dtype_from_name(t.dtype);
   if (dt == kInt64) return from_vector<int64_t>(ints, shape, kInt64);
+  if (dt == kInt32) return from_vector<int64_t>(ints, shape, kInt64).to(kInt32);  // in range
   if (dt == kUInt8 || dt == kBool) {
     std::vector<uint8_t> b(ints.size());
     for (size_t i = 0; i < ints.size(); ++i) b[i] = static_cast<uint8_t>(ints[i]);

@@ -17,7 +17,8 @@
 //           0-d a (dim 0 or -1, an index of one entry: a 0-d output). PyTorch also returns a
 //           0-d tensor for a 0-d a and a longer index; ember refuses that (docs/from_pytorch.md).
 // Dtypes    a's dtype (index_add: src of a's dtype; bool index_add is a logical or); index
-//           int64.
+//           int64 or int32, as PyTorch 1.13 takes for these two ops (gather and scatter_add
+//           want int64 there); an int32 index is widened to int64 before the kernels see it.
 // Saved     the index and d.
 // Kernels   CPU: kernels/cpu/index.cpp index_select (one memcpy per row of `inner` elements,
 //           rows split across threads), index_add (threads own destination rows: no races).
@@ -37,12 +38,18 @@ int64_t check_select_args(const char* op, const Tensor& a, int64_t dim, const Te
   ops::check_defined(op, a);
   ops::check_defined(op, index, "index");
   ops::check_same_device(op, a, index);
-  EMBER_CHECK(index.dtype() == kInt64, op, ": index must be int64, got ", index.dtype(),
+  EMBER_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, op,
+              ": index must be int64 or int32, got ", index.dtype(),
               " (convert with .to(ember::kInt64))");
   EMBER_CHECK(index.dim() == 1, op, ": index must be 1-d, got shape ", shape_str(index.shape()),
               " (flatten it with .reshape({-1}), or use gather for a same-rank index)");
   EMBER_CHECK(a.dim() > 0, op, ": cannot index a 0-d tensor: reshape it to [1] first");
   return wrap_dim(dim, a.dim(), op);
+}
+
+// The index as the kernels read it: contiguous int64.
+Tensor index_for_kernels(const Tensor& index) {
+  return index.dtype() == kInt64 ? index.contiguous() : index.to(kInt64).contiguous();
 }
 
 // `index` contiguous: "index_select: index value 9 at position 3 is out of range for dim 0 of
@@ -108,7 +115,7 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
     return index_select(a, dim, index.reshape({1}));  // a 0-d index: one position
   }
   const int64_t d = check_select_args("index_select", a, dim, index);
-  const Tensor ix = index.contiguous();
+  const Tensor ix = index_for_kernels(index);
   check_index_values("index_select", ix, d, a.shape()[d]);
   const Tensor x = a.contiguous();  // a no-op for a dataset tensor: the fast path
   const Block b = block_of(x.shape(), d);
@@ -136,7 +143,7 @@ Tensor index_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor
   EMBER_CHECK(src.shape() == want, "index_add: src has shape ", shape_str(src.shape()),
               " but expected ", shape_str(want), " (the tensor's shape ", shape_str(a.shape()),
               " with dim ", d, " replaced by the index length ", index.numel(), ")");
-  const Tensor ix = index.contiguous();
+  const Tensor ix = index_for_kernels(index);
   check_index_values("index_add", ix, d, a.shape()[d]);
   if (a.dtype() == kBool) {
     // bool: counted in int64, nonzero is true (a logical or, as in PyTorch).

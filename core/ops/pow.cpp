@@ -105,6 +105,7 @@ Tensor pow(const Tensor& a, const Scalar& p) {
     EMBER_CHECK(p.to_int() >= 0, "pow: integers to negative integer powers are not allowed (as "
                 "in PyTorch): convert the tensor with .to(ember::kFloat32) first, or use a "
                 "floating exponent (", p.to_int(), ".0)");
+    check_scalar_fits("pow", p, dt);  // uint8.pow(256), int32.pow(2**31): refused, as in PyTorch
   }
   const double exponent = p.to_double();
   Tensor out = ops::unary_forward(kernels::UnaryOp::Pow, a, "pow",

@@ -107,8 +107,9 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, const Scalar& value) {
               mask.dtype(), " (build one with a comparison such as x.gt(y), or convert with "
               ".to(ember::kBool))");
   check_scalar_fits("masked_fill", value, a.dtype());
-  // The value as a 0-d tensor of a's own dtype: where() then keeps a's dtype.
-  return where(mask, cast_for_compute(ops::wrap(value, a), a.dtype()), a);
+  // The value as a 0-d tensor of a's own dtype, converted from the number itself (not through
+  // float32 first: 2147483647.0 into int32 is 2147483647): where() then keeps a's dtype.
+  return where(mask, wrapped_scalar(value, a.dtype(), a.device()), a);
 }
 
 }  // namespace ember

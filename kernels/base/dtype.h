@@ -11,12 +11,15 @@
 namespace ember {
 
 // float32 and float64 carry values and gradients (float64 is what gradcheck uses);
-// int64 holds labels and indices; uint8 holds raw image bytes; bool holds masks.
-enum class DType : uint8_t { Float32, Float64, Int64, UInt8, Bool };
+// int64 holds labels and indices; int32 holds integers from files and programs that use
+// PyTorch's torch.int32 (safetensors "I32"); uint8 holds raw image bytes; bool holds masks.
+// Int32 comes last so that the values of the older dtypes stay what they were.
+enum class DType : uint8_t { Float32, Float64, Int64, UInt8, Bool, Int32 };
 
 inline constexpr DType kFloat32 = DType::Float32;
 inline constexpr DType kFloat64 = DType::Float64;
 inline constexpr DType kInt64 = DType::Int64;
+inline constexpr DType kInt32 = DType::Int32;
 inline constexpr DType kUInt8 = DType::UInt8;
 inline constexpr DType kBool = DType::Bool;
 
@@ -25,6 +28,7 @@ inline size_t dtype_size(DType t) {
     case DType::Float32: return 4;
     case DType::Float64: return 8;
     case DType::Int64: return 8;
+    case DType::Int32: return 4;
     case DType::UInt8: return 1;
     case DType::Bool: return 1;
   }
@@ -36,6 +40,7 @@ inline const char* dtype_name(DType t) {
     case DType::Float32: return "float32";
     case DType::Float64: return "float64";
     case DType::Int64: return "int64";
+    case DType::Int32: return "int32";
     case DType::UInt8: return "uint8";
     case DType::Bool: return "bool";
   }
@@ -51,6 +56,10 @@ template <typename T> struct dtype_of;
 template <> struct dtype_of<float> { static constexpr DType value = DType::Float32; };
 template <> struct dtype_of<double> { static constexpr DType value = DType::Float64; };
 template <> struct dtype_of<int64_t> { static constexpr DType value = DType::Int64; };
+template <>
+struct dtype_of<int32_t> {
+  static constexpr DType value = DType::Int32;
+};
 template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::UInt8; };
 template <> struct dtype_of<bool> { static constexpr DType value = DType::Bool; };
 
@@ -77,17 +86,18 @@ template <> struct dtype_of<bool> { static constexpr DType value = DType::Bool; 
     }                                                                                      \
   }()
 
-#define EMBER_DISPATCH_NUMERIC(DT, OPNAME, ...)                                           \
-  [&] {                                                                                   \
-    switch (DT) {                                                                         \
-      EMBER_DTYPE_CASE(::ember::DType::Float32, float, __VA_ARGS__)                       \
-      EMBER_DTYPE_CASE(::ember::DType::Float64, double, __VA_ARGS__)                      \
-      EMBER_DTYPE_CASE(::ember::DType::Int64, int64_t, __VA_ARGS__)                       \
-      EMBER_DTYPE_CASE(::ember::DType::UInt8, uint8_t, __VA_ARGS__)                       \
-      default:                                                                            \
-        throw ::ember::ValueError(std::string(OPNAME) + ": not defined for dtype " +     \
-                                  ::ember::dtype_name(DT));                              \
-    }                                                                                     \
+#define EMBER_DISPATCH_NUMERIC(DT, OPNAME, ...)                                      \
+  [&] {                                                                              \
+    switch (DT) {                                                                    \
+      EMBER_DTYPE_CASE(::ember::DType::Float32, float, __VA_ARGS__)                  \
+      EMBER_DTYPE_CASE(::ember::DType::Float64, double, __VA_ARGS__)                 \
+      EMBER_DTYPE_CASE(::ember::DType::Int64, int64_t, __VA_ARGS__)                  \
+      EMBER_DTYPE_CASE(::ember::DType::Int32, int32_t, __VA_ARGS__)                  \
+      EMBER_DTYPE_CASE(::ember::DType::UInt8, uint8_t, __VA_ARGS__)                  \
+      default:                                                                       \
+        throw ::ember::ValueError(std::string(OPNAME) + ": not defined for dtype " + \
+                                  ::ember::dtype_name(DT));                          \
+    }                                                                                \
   }()
 
 #define EMBER_DISPATCH_ALL(DT, OPNAME, ...)                         \
@@ -95,9 +105,10 @@ template <> struct dtype_of<bool> { static constexpr DType value = DType::Bool; 
     switch (DT) {                                                   \
       EMBER_DTYPE_CASE(::ember::DType::Float32, float, __VA_ARGS__) \
       EMBER_DTYPE_CASE(::ember::DType::Float64, double, __VA_ARGS__) \
-      EMBER_DTYPE_CASE(::ember::DType::Int64, int64_t, __VA_ARGS__) \
-      EMBER_DTYPE_CASE(::ember::DType::UInt8, uint8_t, __VA_ARGS__) \
-      EMBER_DTYPE_CASE(::ember::DType::Bool, bool, __VA_ARGS__)     \
-    }                                                               \
-    throw ::ember::ValueError(std::string(OPNAME) + ": bad dtype"); \
+      EMBER_DTYPE_CASE(::ember::DType::Int64, int64_t, __VA_ARGS__)  \
+      EMBER_DTYPE_CASE(::ember::DType::Int32, int32_t, __VA_ARGS__)  \
+      EMBER_DTYPE_CASE(::ember::DType::UInt8, uint8_t, __VA_ARGS__)  \
+      EMBER_DTYPE_CASE(::ember::DType::Bool, bool, __VA_ARGS__)      \
+    }                                                                \
+    throw ::ember::ValueError(std::string(OPNAME) + ": bad dtype");  \
   }()

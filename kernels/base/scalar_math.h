@@ -11,6 +11,9 @@
 //   floor division     Python's `//`: the quotient rounded toward -inf, for integers and floats.
 //   integer powers     exact repeated squaring with wrap-around, where std::pow would go through
 //                      a double and lose the low bits of int64 results.
+//   float -> int32     C++ leaves a value out of int32's range (and NaN) undefined; ember defines
+//                      it as INT32_MIN on every machine, the answer x86's conversion instruction
+//                      (and so PyTorch on x86) gives, where a GPU or an ARM CPU would saturate.
 //   integer + - *      wrap around modulo 2^bits, as PyTorch's (and the GPU's) do: in C++ a signed
 //                      overflow is undefined behaviour (UBSan reports INT64_MAX + 1), so the sums
 //                      and products are computed in uint64_t, where wrapping is defined, and
@@ -52,6 +55,14 @@ template <typename T>
 EMBER_HOST_DEVICE inline T wrapping_mul(T a, T b) {
   if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
   else return a * b;
+}
+
+// x as int32, truncated toward zero; out of range or NaN gives INT32_MIN (see the top).
+template <typename F>
+EMBER_HOST_DEVICE inline int32_t float_to_int32(F x) {
+  const double d = static_cast<double>(x);
+  const bool fits = d > -2147483649.0 && d < 2147483648.0;  // false for NaN
+  return fits ? static_cast<int32_t>(d) : INT32_MIN;
 }
 
 // a / b rounded toward zero (C's integer `/`). b == 0 gives 0 (the op card refuses it first).

@@ -275,6 +275,12 @@ void copy(DType dst_dtype, DType src_dtype, const StridedLoop<2>& L, void* dst, 
             return;
           }
         }
+        if constexpr (std::is_same_v<dst_t, int32_t> && std::is_floating_point_v<scalar_t>) {
+          // Defined for every value (kernels/base/scalar_math.h), as the CUDA copy converts.
+          for (int64_t i = 0; i < n; ++i)
+            d[off[0] + i * st[0]] = float_to_int32(s[off[1] + i * st[1]]);
+          return;
+        }
         for (int64_t i = 0; i < n; ++i) d[off[0] + i * st[0]] = static_cast<dst_t>(s[off[1] + i * st[1]]);
       });
     });

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/base/parallel.h"
+#include "kernels/base/scalar_math.h"
 
 namespace ember::kernels::cpu {
 
@@ -42,7 +43,10 @@ void scatter_add_typed(const StridedLoop<3>& lines, int64_t len, const int64_t* 
   // Repeated index values within a line hit one destination; the line is walked serially by
   // its one thread, so those adds happen one after the other.
   for_each_line<T>(lines, len, out, index, src, [&](T* o, const int64_t* ix, const T* s) {
-    for (int64_t j = 0; j < len; ++j) o[ix[j * ds[1]] * ds[0]] += s[j * ds[2]];
+    for (int64_t j = 0; j < len; ++j) {
+      T& d = o[ix[j * ds[1]] * ds[0]];
+      d = wrapping_add(d, s[j * ds[2]]);  // integer sums wrap (no signed-overflow UB)
+    }
   });
 }
 
@@ -78,7 +82,7 @@ void index_add_typed(int64_t outer, int64_t size, int64_t inner, T* out, const i
         if (row < lo || row >= hi) continue;
         T* dst = out + row * inner;
         const T* s = src + (o * n + i) * inner;
-        for (int64_t k = 0; k < inner; ++k) dst[k] += s[k];
+        for (int64_t k = 0; k < inner; ++k) dst[k] = wrapping_add(dst[k], s[k]);
       }
     }
   });

@@ -57,7 +57,8 @@ __host__ __device__ inline int64_t float_to_int64(double x) {
 }
 
 // static_cast, except: to bool, any nonzero value (NaN included) is true, as a C++ bool
-// conversion; float -> uint8 / int64 as above.
+// conversion; float -> uint8 / int64 as above, float -> int32 as the CPU's copy converts
+// (float_to_int32, kernels/base/scalar_math.h: INT32_MIN out of range).
 template <typename To, typename From>
 __host__ __device__ inline To convert(From x) {
   if constexpr (std::is_same_v<To, bool>) {
@@ -66,6 +67,8 @@ __host__ __device__ inline To convert(From x) {
     return float_to_uint8(static_cast<double>(x));
   } else if constexpr (std::is_same_v<To, int64_t> && std::is_floating_point_v<From>) {
     return float_to_int64(static_cast<double>(x));
+  } else if constexpr (std::is_same_v<To, int32_t> && std::is_floating_point_v<From>) {
+    return float_to_int32(x);
   } else {
     return static_cast<To>(x);
   }

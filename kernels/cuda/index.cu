@@ -20,6 +20,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "kernels/base/scalar_math.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace ember::kernels::cuda {
@@ -136,7 +137,10 @@ __global__ void scatter_add_kernel(StridedLoop<3> lines, int64_t len, int64_t ds
     T* o = out + off[0];
     const int64_t* ix = index + off[1];
     const T* s = src + off[2];
-    for (int64_t j = 0; j < len; ++j) o[ix[j * ds1] * ds0] += s[j * ds2];
+    for (int64_t j = 0; j < len; ++j) {
+      T& d = o[ix[j * ds1] * ds0];
+      d = wrapping_add(d, s[j * ds2]);  // integer sums wrap, as on the CPU
+    }
   }
 }
 
@@ -196,7 +200,7 @@ __global__ void index_add_kernel(int64_t outer, int64_t size, int64_t inner, int
     const T* s = src + o * n * inner + k;
     for (int64_t i = 0; i < n; ++i) {
       const int64_t r = index[i];
-      if (r >= lo && r < hi) dst[r * inner] += s[i * inner];
+      if (r >= lo && r < hi) dst[r * inner] = wrapping_add(dst[r * inner], s[i * inner]);
     }
   }
 }

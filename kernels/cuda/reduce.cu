@@ -79,6 +79,8 @@ __device__ inline To from_double(double x) {
   } else if constexpr (std::is_same_v<To, int64_t>) {
     const bool fits_int64 = x >= -9223372036854775808.0 && x < 9223372036854775808.0;
     return fits_int64 ? static_cast<int64_t>(x) : INT64_MIN;
+  } else if constexpr (std::is_same_v<To, int32_t>) {
+    return float_to_int32(x);  // kernels/base/scalar_math.h, as the CPU converts
   } else {
     return static_cast<To>(x);
   }

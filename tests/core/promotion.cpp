@@ -55,6 +55,27 @@ TEST_CASE("promotion: the lattice, the tiers and result_type", "[promotion]") {
   CHECK_FALSE(can_cast(kInt64, kBool));
 }
 
+TEST_CASE("promotion: promote_types over every dtype pair is torch.promote_types", "[promotion]") {
+  // The table torch.promote_types(row, column) gives in PyTorch 1.13.
+  const DType dtypes[] = {kFloat32, kFloat64, kInt64, kInt32, kUInt8, kBool};
+  const DType want[6][6] = {
+      {kFloat32, kFloat64, kFloat32, kFloat32, kFloat32, kFloat32},  // float32
+      {kFloat64, kFloat64, kFloat64, kFloat64, kFloat64, kFloat64},  // float64
+      {kFloat32, kFloat64, kInt64, kInt64, kInt64, kInt64},          // int64
+      {kFloat32, kFloat64, kInt64, kInt32, kInt32, kInt32},          // int32
+      {kFloat32, kFloat64, kInt64, kInt32, kUInt8, kUInt8},          // uint8
+      {kFloat32, kFloat64, kInt64, kInt32, kUInt8, kBool},           // bool
+  };
+  for (int i = 0; i < 6; ++i) {
+    for (int j = 0; j < 6; ++j) {
+      INFO(dtypes[i] << " with " << dtypes[j]);
+      CHECK(promote_types(dtypes[i], dtypes[j]) == want[i][j]);
+      // Two dimensioned tensors promote the same way.
+      CHECK(result_type(zeros({2}, dtypes[i]), zeros({2}, dtypes[j])) == want[i][j]);
+    }
+  }
+}
+
 TEST_CASE("promotion: a float number with an integer tensor is not truncated first", "[promotion]") {
   // The examples: int64 {7} * 2.5 gave 14, + 0.9 changed nothing, uint8 * 0.5 gave zeros.
   const Tensor x = i64({7});

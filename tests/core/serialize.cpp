@@ -301,7 +301,7 @@ TEST_CASE("safetensors: headers that lie are refused with a message saying how",
   CHECK_THAT(load_error(dir, make_file("{\"a\": [1,", {})), Contains("not valid JSON"));
   CHECK_THAT(load_error(dir, make_file("[1, 2]", {})), Contains("does not start with '{'"));
   CHECK_THAT(load_error(dir, make_file("{" + entry("a", "BF16", "[6]", 0, 12) + "}", twelve)),
-             Contains("dtype BF16") && Contains("F32, F64, I64, U8 and BOOL"));
+             Contains("dtype BF16") && Contains("F32, F64, I64, I32, U8 and BOOL"));
   CHECK_THAT(load_error(dir, make_file("{" + entry("a", "F32", "[2]", 0, 12) + "}", twelve)),
              Contains("needs 8 bytes but data_offsets [0, 12] hold 12"));
   // A shape whose byte count would overflow 64 bits, or exceed the file: refused before any

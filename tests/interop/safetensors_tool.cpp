@@ -11,6 +11,7 @@
 // The sample, element i in row-major order:
 //   f32 F32 [3, 4]   i * 0.25 - 1            f64 F64 [5]      (i - 2) / 3
 //   i64 I64 [2, 3]   i * 1000000000007 - 7   u8 U8 [6]        i * 50
+//   i32 I32 [2, 2]   i * 1431655765 - 2147483648 (INT32_MIN to INT32_MAX)
 //   mask BOOL [5]    i % 2 == 0              scalar F32 []    1.5
 //   empty F32 [0, 2] (none)                  transposed F64 [3, 2]  the transpose of [2, 3] i + 0.5
 //   layer_1.weight F32 [4, 3]  (i % 7) * 0.125
@@ -33,6 +34,7 @@ Tensor by_formula(const Shape& shape, DType dtype, double (*f)(int64_t)) {
       case DType::Float32: t.data_ptr<float>()[i] = static_cast<float>(v); break;
       case DType::Float64: t.data_ptr<double>()[i] = v; break;
       case DType::Int64: t.data_ptr<int64_t>()[i] = static_cast<int64_t>(v); break;
+      case DType::Int32: t.data_ptr<int32_t>()[i] = static_cast<int32_t>(v); break;
       case DType::UInt8: t.data_ptr<uint8_t>()[i] = static_cast<uint8_t>(v); break;
       case DType::Bool: t.data_ptr<bool>()[i] = v != 0; break;
     }
@@ -47,6 +49,8 @@ int write_sample(const std::string& path) {
       {"f32", by_formula({3, 4}, kFloat32, [](int64_t i) { return i * 0.25 - 1; })},
       {"f64", by_formula({5}, kFloat64, [](int64_t i) { return (static_cast<double>(i) - 2) / 3; })},
       {"i64", i64},
+      {"i32",
+       by_formula({2, 2}, kInt32, [](int64_t i) { return i * 1431655765.0 - 2147483648.0; })},
       {"u8", by_formula({6}, kUInt8, [](int64_t i) { return i * 50.0; })},
       {"mask", by_formula({5}, kBool, [](int64_t i) { return i % 2 == 0 ? 1.0 : 0.0; })},
       {"scalar", by_formula({}, kFloat32, [](int64_t) { return 1.5; })},
@@ -82,6 +86,7 @@ int dump(const std::string& path) {
         case DType::Float32: std::printf("%s\"%a\"", sep, static_cast<double>(t.data_ptr<float>()[i])); break;
         case DType::Float64: std::printf("%s\"%a\"", sep, t.data_ptr<double>()[i]); break;
         case DType::Int64: std::printf("%s%" PRId64, sep, t.data_ptr<int64_t>()[i]); break;
+        case DType::Int32: std::printf("%s%" PRId32, sep, t.data_ptr<int32_t>()[i]); break;
         case DType::UInt8: std::printf("%s%d", sep, t.data_ptr<uint8_t>()[i]); break;
         case DType::Bool: std::printf("%s%s", sep, t.data_ptr<bool>()[i] ? "true" : "false"); break;
       }

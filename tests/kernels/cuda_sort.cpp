@@ -84,7 +84,7 @@ void check_sort_topk(const Tensor& x, int64_t dim, const std::string& what) {
 TEST_CASE("cuda sort: every path of the kernels, every dtype, ties and NaN", "[cuda][cuda-sort]") {
   if (skip_without_gpu()) return;
   for (int64_t n : {1, 7, 1023, 2048, 2049, 5000}) {
-    for (DType dt : {kFloat32, kFloat64, kInt64, kUInt8, kBool}) {
+    for (DType dt : {kFloat32, kFloat64, kInt64, kInt32, kUInt8, kBool}) {
       const std::string what = std::to_string(n) + " " + dtype_name(dt);
       check_sort_topk(tied_values({2, n}, dt), -1, "rows [2, " + what + "]");
       // Along dim 0: each line's elements are 3 apart (inner 3).
