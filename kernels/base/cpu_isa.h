@@ -8,28 +8,34 @@
 // AVX-512 code on a CPU that has it and the AVX2 code on one that has only that, as PyTorch's and
 // oneDNN's binaries do.
 //
+//   x86-64:
 //   avx512    AVX-512 F/DQ/BW/VL with FMA: a 12 x 32 register tile in 24 of 32 zmm registers
 //   avx2      AVX2 with FMA: a 6 x 16 tile in 12 of 16 ymm registers
-//   baseline  neither: Eigen's GEMM and the im2col convolution, compiled for the build's target
+//   aarch64 (64-bit ARM: Apple silicon, Graviton, Ampere, ...):
+//   neon      Advanced SIMD, which every ARMv8-A CPU has: a 12 x 8 tile in 24 of 32 v registers
+//   either:
+//   baseline  none of them: Eigen's GEMM and the im2col convolution, compiled for the build's
+//             target
 //
-// EMBER_CPU_ISA=avx512|avx2|baseline forces one (to test each path on one machine, or to compare
-// them); asking for one the CPU lacks is an error that says what the CPU has. The sums run in the
-// same order on avx512 and avx2 (one fused multiply-add per k, in blocks of 256), so those two
-// give the same bits; baseline (Eigen) rounds differently.
+// EMBER_CPU_ISA=avx512|avx2|neon|baseline forces one (to test each path on one machine, or to
+// compare them); asking for one the CPU lacks is an error that says what the CPU has, and asking
+// an aarch64 build for an x86-64 one (or the reverse) is an error that says so. The sums run in
+// the same order on avx512, avx2 and neon (one fused multiply-add per k, in blocks of 256), so
+// those three give the same bits, on any machine; baseline (Eigen) rounds differently.
 #pragma once
 
 #include <string>
 
 namespace ember::kernels {
 
-enum class CpuIsa { Baseline = 0, Avx2 = 1, Avx512 = 2 };
+enum class CpuIsa { Baseline = 0, Avx2 = 1, Avx512 = 2, Neon = 3 };
 
-const char* isa_name(CpuIsa isa);  // "baseline", "avx2", "avx512"
+const char* isa_name(CpuIsa isa);  // "baseline", "avx2", "avx512", "neon"
 // Parses a name as EMBER_CPU_ISA does; throws ember::Error listing the valid names otherwise.
 CpuIsa parse_isa(const std::string& name);
 
-// Can this process run `isa`: compiled into this build (x86-64 with GCC or Clang) and reported
-// by the CPU? Baseline always can.
+// Can this process run `isa`: compiled into this build (avx512 and avx2: x86-64 with GCC or
+// Clang; neon: aarch64) and reported by the CPU? Baseline always can.
 bool isa_supported(CpuIsa isa);
 // The best instruction set this CPU and build support.
 CpuIsa best_isa();

@@ -13,6 +13,7 @@ const detail::SimdGemm* current() {
   switch (cpu_isa()) {
     case CpuIsa::Avx512: return detail::simd_gemm_avx512();
     case CpuIsa::Avx2: return detail::simd_gemm_avx2();
+    case CpuIsa::Neon: return detail::simd_gemm_neon();
     case CpuIsa::Baseline: return nullptr;
   }
   return nullptr;
@@ -22,8 +23,8 @@ const detail::SimdGemm& require(const char* who) {
   const detail::SimdGemm* k = current();
   EMBER_CHECK(k != nullptr, who, ": the CPU kernels run the '", isa_name(cpu_isa()),
               "' instruction set, which has no SIMD GEMM kernel (kernels/cpu/gemm.cpp uses Eigen "
-              "then); check sgemm_simd_available() first, or choose avx512 or avx2 with "
-              "EMBER_CPU_ISA / set_cpu_isa where the CPU has them");
+              "then); check sgemm_simd_available() first, or choose avx512, avx2 or neon "
+              "with EMBER_CPU_ISA / set_cpu_isa where the CPU has them");
   return *k;
 }
 

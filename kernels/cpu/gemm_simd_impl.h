@@ -1,17 +1,18 @@
 // ember/kernels/cpu/gemm_simd_impl.h — the float32 GEMM kernel of kernels/cpu/gemm_simd.h,
 // written once for any SIMD width. Included by one file per instruction set, inside the region
 // where that file compiles for it (kernels/cpu/gemm_avx512.cpp: 16 floats per register, AVX-512;
-// kernels/cpu/gemm_avx2.cpp: 8 floats, AVX2), after it has defined the register type's
-// operations as a struct V:
+// kernels/cpu/gemm_avx2.cpp: 8 floats, AVX2; kernels/cpu/gemm_neon.cpp: 4 floats, ARM's NEON),
+// after it has defined the register type's operations as a struct V:
 //
-//   V::kLanes            floats per register (16 or 8)
-//   V::kMr               rows of the register tile (12 or 6: 2 * kMr accumulators, plus two
-//                        registers of B and a broadcast, fit the ISA's 32 or 16 registers)
+//   V::kLanes            floats per register (16, 8 or 4)
+//   V::kMr               rows of the register tile (12, 6 or 12: 2 * kMr accumulators, plus two
+//                        registers of B and a broadcast, fit the ISA's 32, 16 or 32 registers)
 //   V::Reg, V::Mask      the register and a lane mask
 //   V::first(n)          the mask of the first n lanes (all for n >= kLanes, none for n <= 0)
 //   V::zero(), V::set1(x), V::loadu(p), V::load(p, m) (lanes outside m are 0 and not read),
 //   V::storeu(p, r), V::store(p, m, r) (lanes outside m are not written),
-//   V::fmadd(a, b, c) = a * b + c rounded once, V::add, V::mul
+//   V::fmadd(a, b, c) = a * b + c rounded once, V::add, V::mul (each rounded on its own: never
+//                        contracted into one fused multiply-add)
 //   V::transpose(r)      r[kLanes] registers, row i in r[i], become their columns
 //
 // This header includes nothing: the standard headers it needs (<algorithm>, <memory>,
@@ -20,8 +21,9 @@
 // (a copy of std::min built with AVX-512 instructions could be the one the linker keeps for the
 // whole program). Everything here sits in the including file's anonymous namespace.
 //
-// How the kernel works, in AVX-512's numbers (AVX2's are half as wide and half as tall)
-// ----------------------------------------------------------------------------------
+// How the kernel works, in AVX-512's numbers (AVX2's are half as wide and half as tall, NEON's
+// a quarter as wide and as tall)
+// ------------------------------------------------------------------------------------------
 // A 12 x 32 tile of C lives in 24 of AVX-512's 32 vector registers (12 rows, two 16-float vectors
 // per row) for a whole run over k. Each step k loads one row of op(B) — 32 floats, two vector
 // loads — and, for each of the 12 rows i, broadcasts op(A)[i, k] into a register and does two
@@ -68,7 +70,7 @@
 // Each C element is sum over k-blocks in order, each block's sum in k order by FMA, so its value
 // depends only on K — not on M, N, the tile it falls in, where a product was cut into panels, or
 // the register width. That is what lets kernels/cpu/gemm.cpp split a product across threads and
-// still give the same bits for any thread count, and why avx512 and avx2 agree bit for bit.
+// still give the same bits for any thread count, and why avx512, avx2 and neon agree bit for bit.
 
 constexpr int64_t kLanes = V::kLanes;
 constexpr int64_t kMr = V::kMr;         // rows of the register tile

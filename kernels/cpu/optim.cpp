@@ -12,6 +12,8 @@
 
 #if defined(__SSE2__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 #include "kernels/base/parallel.h"
@@ -128,6 +130,12 @@ void sqrt_inplace(T* x, int64_t n) {
     for (; i + 4 <= n; i += 4) _mm_storeu_ps(x + i, _mm_sqrt_ps(_mm_loadu_ps(x + i)));
   } else {
     for (; i + 2 <= n; i += 2) _mm_storeu_pd(x + i, _mm_sqrt_pd(_mm_loadu_pd(x + i)));
+  }
+#elif defined(__aarch64__)  // NEON (every aarch64 CPU): fsqrt on 128-bit vectors
+  if constexpr (std::is_same_v<T, float>) {
+    for (; i + 4 <= n; i += 4) vst1q_f32(x + i, vsqrtq_f32(vld1q_f32(x + i)));
+  } else {
+    for (; i + 2 <= n; i += 2) vst1q_f64(x + i, vsqrtq_f64(vld1q_f64(x + i)));
   }
 #endif
   for (; i < n; ++i) x[i] = std::sqrt(x[i]);  // the tail, and targets without those vectors

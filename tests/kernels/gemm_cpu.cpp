@@ -1,11 +1,12 @@
 // The CPU GEMM (kernels/cpu/gemm.h) and ember's own float32 SIMD kernel behind it
-// (kernels/cpu/gemm_simd.h), in every version this machine can run (avx512, avx2, and baseline,
-// which is Eigen: kernels/base/cpu_isa.h): every edge of the kernel's 12 x 32 or 6 x 16 register
-// tile, its 256-long k-blocks and 512-wide column blocks, the four transpose combinations,
-// padded leading dimensions, alpha and beta, against a double-precision reference; C outside the
-// product is never written and beta == 0 never reads C; and the sum order depends only on K, so
-// a product cut into pieces gives the same bits as the whole (what lets gemm.cpp split it across
-// threads), and avx512 and avx2 give the same bits.
+// (kernels/cpu/gemm_simd.h), in every version this machine can run (avx512, avx2 or neon, and
+// baseline, which is Eigen: kernels/base/cpu_isa.h): every edge of the kernel's 12 x 32, 6 x 16
+// or 12 x 8 register tile, its 256-long k-blocks and 512-wide column blocks, the four transpose
+// combinations, padded leading dimensions, alpha and beta, against a double-precision reference;
+// C outside the product is never written and beta == 0 never reads C; and the sum order depends
+// only on K, so a product cut into pieces gives the same bits as the whole (what lets gemm.cpp
+// split it across threads), and every SIMD version gives the bits of one scalar sum in that
+// order (so avx512, avx2 and neon agree, across machines too).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -36,7 +37,7 @@ struct IsaScope {
 // The instruction sets this machine can run, best first.
 std::vector<CpuIsa> runnable_isas() {
   std::vector<CpuIsa> v;
-  for (CpuIsa isa : {CpuIsa::Avx512, CpuIsa::Avx2, CpuIsa::Baseline}) {
+  for (CpuIsa isa : {CpuIsa::Avx512, CpuIsa::Avx2, CpuIsa::Neon, CpuIsa::Baseline}) {
     if (kernels::isa_supported(isa)) v.push_back(isa);
   }
   return v;
@@ -51,7 +52,7 @@ std::vector<CpuIsa> kernel_isas() {
   }
   if (v.empty()) {
     std::cout << "SKIPPED: this machine or build runs no SIMD GEMM kernel (x86-64 with AVX2 or "
-                 "AVX-512 and GCC or Clang); Eigen does float32 too\n";
+                 "AVX-512, or aarch64, and GCC or Clang); Eigen does float32 too\n";
   }
   return v;
 }
@@ -157,9 +158,9 @@ bool check_product(const Layout& l, float alpha, float beta, Gemm run, std::mt19
 TEST_CASE("cpu gemm: float32 products at every tile edge, transpose and k-block",
           "[gemm][matmul]") {
   std::mt19937 gen(7);
-  // Rows around the 12-row (avx512) and 6-row (avx2) tiles, columns around the 16- and 8-lane
-  // vectors and the 32- and 16-column tiles, depths around the 16- and 8-wide transposes and the
-  // 256-long k-blocks.
+  // Rows around the 12-row (avx512, neon) and 6-row (avx2) tiles, columns around the 16-, 8- and
+  // 4-lane vectors and the 32-, 16- and 8-column tiles, depths around the 16-, 8- and 4-wide
+  // transposes and the 256-long k-blocks.
   const int64_t Ms[] = {1, 5, 7, 11, 12, 13, 25, 97};
   const int64_t Ns[] = {1, 8, 9, 15, 17, 31, 33, 100};
   const int64_t Ks[] = {1, 7, 16, 17, 255, 256, 257, 530};
@@ -243,10 +244,12 @@ TEST_CASE("sgemm_simd: avx512 and avx2 give the same bits", "[gemm][matmul]") {
 TEST_CASE("cpu isa: names, and a clear refusal of an unknown one", "[gemm]") {
   using kernels::isa_name;
   using kernels::parse_isa;
-  for (CpuIsa isa : {CpuIsa::Baseline, CpuIsa::Avx2, CpuIsa::Avx512}) {
+  for (CpuIsa isa : {CpuIsa::Baseline, CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Neon}) {
     CHECK(parse_isa(isa_name(isa)) == isa);
   }
-  CHECK_THROWS_WITH(parse_isa("avx3"), Catch::Matchers::Contains("use avx512, avx2 or baseline"));
+  CHECK_THROWS_WITH(parse_isa("avx3"),
+                    Catch::Matchers::Contains("use avx512, avx2 or baseline on x86-64, neon or "
+                                              "baseline on aarch64"));
   CHECK(kernels::isa_supported(CpuIsa::Baseline));
   CHECK(kernels::isa_supported(kernels::best_isa()));
   // What the process runs: the best it can, unless EMBER_CPU_ISA chose (and the choice held).
@@ -258,16 +261,99 @@ TEST_CASE("cpu isa: names, and a clear refusal of an unknown one", "[gemm]") {
     CHECK_THROWS_WITH(kernels::cpu::transpose_simd(nullptr, 1, 1, 1, nullptr, nullptr, 1),
                       Catch::Matchers::Contains("no SIMD GEMM kernel"));
   }
-  for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512}) {
-    if (kernels::isa_supported(isa)) {
-      IsaScope scope(isa);
-      CHECK(kernels::cpu::sgemm_simd_tile_rows() == (isa == CpuIsa::Avx512 ? 12 : 6));
-      CHECK(kernels::cpu::sgemm_simd_tile_cols() == (isa == CpuIsa::Avx512 ? 32 : 16));
+  struct Tile {
+    CpuIsa isa;
+    int64_t rows, cols;
+  };
+  for (const Tile& t :
+       {Tile{CpuIsa::Avx2, 6, 16}, Tile{CpuIsa::Avx512, 12, 32}, Tile{CpuIsa::Neon, 12, 8}}) {
+    if (kernels::isa_supported(t.isa)) {
+      IsaScope scope(t.isa);
+      CHECK(kernels::cpu::sgemm_simd_available());
+      CHECK(kernels::cpu::sgemm_simd_tile_rows() == t.rows);
+      CHECK(kernels::cpu::sgemm_simd_tile_cols() == t.cols);
     } else {
-      CHECK_THROWS_WITH(kernels::set_cpu_isa(isa),
+      CHECK_THROWS_WITH(kernels::set_cpu_isa(t.isa),
                         Catch::Matchers::Contains("what this process can run"));
     }
   }
+  // One machine's instruction sets on the other: the refusal names both machines.
+#if defined(__x86_64__)
+  CHECK_THROWS_WITH(kernels::set_cpu_isa(CpuIsa::Neon),
+                    Catch::Matchers::Contains("neon kernels, which are aarch64 instructions, but "
+                                              "this build of ember is for x86-64"));
+#elif defined(__aarch64__)
+  CHECK(kernels::best_isa() == CpuIsa::Neon);  // every aarch64 CPU has it
+  for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512}) {
+    CHECK_THROWS_WITH(kernels::set_cpu_isa(isa),
+                      Catch::Matchers::Contains("kernels, which are x86-64 instructions, but this "
+                                                "build of ember is for aarch64"));
+  }
+#endif
+}
+
+namespace {
+
+// C = alpha * op(A) @ op(B) + beta * C in float32, summed as the SIMD kernels sum
+// (kernels/cpu/gemm_simd_impl.h, "The order of the sum"), one element at a time: per k-block of
+// 256, acc = fma(A(i, k), B(k, j), acc) from 0 in k order; then after the first block
+// C = alpha * acc (+ fma with beta * C), after each later one C = C + alpha * acc.
+void gemm_in_kernel_order(const Layout& l, float alpha, const std::vector<float>& a,
+                          const std::vector<float>& b, float beta, std::vector<float>& c) {
+  constexpr int64_t kKc = 256;
+  for (int64_t i = 0; i < l.M; ++i) {
+    for (int64_t j = 0; j < l.N; ++j) {
+      float& cij = c[i * l.ldc() + j];
+      for (int64_t k0 = 0; k0 < l.K; k0 += kKc) {
+        float acc = 0.0f;
+        for (int64_t k = k0; k < std::min(l.K, k0 + kKc); ++k) {
+          acc = std::fma(l.a_at(a, i, k), l.b_at(b, k, j), acc);
+        }
+        // volatile: the product is rounded on its own, as the kernels' is, and never contracted
+        // with the sum that follows into one fused multiply-add.
+        const volatile float scaled = alpha == 1.0f ? acc : alpha * acc;
+        if (k0 > 0) cij = cij + scaled;
+        else if (beta != 0.0f) cij = std::fma(beta, cij, scaled);
+        else cij = scaled;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sgemm_simd: every SIMD version gives the bits of a scalar sum in the kernel's order",
+          "[gemm][matmul]") {
+  // The kernels of every register width sum in one order (gemm_simd_impl.h), so each gives the
+  // bits of that scalar sum: avx512 and avx2 on x86-64, and neon on aarch64 (under QEMU in CI:
+  // scripts/ci-aarch64), which makes the products of an ARM and an x86 machine the same.
+  const std::vector<CpuIsa> isas = kernel_isas();
+  std::mt19937 gen(17);
+  int64_t compared = 0;
+  for (CpuIsa isa : isas) {
+    IsaScope scope(isa);
+    for (int t = 0; t < 4; ++t) {
+      for (const auto& mnk : std::vector<std::array<int64_t, 3>>{
+               {1, 1, 1}, {13, 33, 7}, {25, 17, 256}, {30, 41, 300}, {64, 100, 784}}) {
+        for (const auto& [alpha, beta] :
+             std::vector<std::pair<float, float>>{{1.0f, 0.0f}, {-0.5f, 1.0f}, {0.75f, 0.25f}}) {
+          Layout l = layout(t, mnk[0], mnk[1], mnk[2]);
+          l.pad = 2;
+          const std::vector<float> a = random_floats(l.a_size(), gen);
+          const std::vector<float> b = random_floats(l.b_size(), gen);
+          std::vector<float> want = random_floats(l.c_size(), gen), got = want;
+          gemm_in_kernel_order(l, alpha, a, b, beta, want);
+          via_kernel(l, alpha, a.data(), b.data(), beta, got.data());
+          CAPTURE(kernels::isa_name(isa), l.ta, l.tb, l.M, l.N, l.K, alpha, beta);
+          int64_t differ = 0;
+          for (size_t i = 0; i < want.size(); ++i) differ += want[i] != got[i];
+          CHECK(differ == 0);
+          ++compared;
+        }
+      }
+    }
+  }
+  CHECK(compared == int64_t(isas.size()) * 4 * 5 * 3);
 }
 
 TEST_CASE("sgemm_simd: a product cut into row and column pieces gives the same bits",
