@@ -1,6 +1,7 @@
 // bench/gemm/08_tf32_mma.cuh — rung 8: the multiply-adds move from the FP32 units to the tensor
 // cores, in TF32, through WMMA (nvcuda::wmma, the C++ face of the mma.sync instructions).
-// Needs sm_80 (Ampere) or newer; launch_08 refuses older GPUs with a DeviceError.
+// Needs sm_80 (Ampere) or newer; launch_08 refuses older GPUs with a DeviceError. The emulation
+// build runs it too: kernels/emulator/mma.h emulates the WMMA fragments, TF32 rounding included.
 //
 // C[M, N] = A[M, K] @ B[K, N], float32 in and out, row-major, alpha = 1, beta = 0, but the
 // PRODUCTS are computed in TF32: each input is rounded to a 10-bit mantissa (8-bit exponent,
@@ -73,7 +74,7 @@ template <bool kVec>
 __global__ void __launch_bounds__(rung08::kThreads)
     sgemm_tf32_wmma_kernel(const float* __restrict__ A, const float* __restrict__ B,
                            float* __restrict__ C, int M, int N, int K) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(EMBER_CUDA_EMULATED) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800)
   using namespace rung08;
   namespace wmma = nvcuda::wmma;
   __shared__ __align__(128) float As[BM][kLdA];  // As[m][k] = tf32(A[blockRow + m, k0 + k])
@@ -165,7 +166,7 @@ __global__ void __launch_bounds__(rung08::kThreads)
       __syncwarp();  // the lanes are done reading before the next fragment is stored
     }
   }
-#endif  // __CUDA_ARCH__ >= 800; older GPUs never launch it (launch_08 checks)
+#endif  // sm_80 or the emulator; older GPUs never launch it (launch_08 checks)
 }
 
 // ---- launcher: grid arithmetic and checks
