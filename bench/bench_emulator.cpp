@@ -7,9 +7,10 @@
 // (EMBER_EMULATOR_CHECKS, docs/emulator.md).
 //
 // For each workload and each checker setting (none; the default memcheck + racecheck +
-// synccheck; all four with initcheck) the table gives the median wall time of --runs runs after
-// one warm-up, and a rate: elements/s for memory-bound kernels, GFLOP/s for matmul, ms per
-// training step for seed 000's MLP (batch 64, 784-512-256-128-64-10, SGD with momentum).
+// synccheck; the default with globalrace; all of them) the table gives the median wall time of
+// --runs runs after one warm-up, and a rate: elements/s for memory-bound kernels, GFLOP/s for
+// matmul, ms per training step for seed 000's MLP (batch 64, 784-512-256-128-64-10, SGD with
+// momentum).
 //
 //   bench_emulator [--runs 3] [--quick] [--json FILE]
 #include <chrono>
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
   const std::vector<Setting> settings = {
       {"none", 0u},
       {"default", emu::kMemcheck | emu::kRacecheck | emu::kSynccheck},
+      {"default+globalrace", emu::kMemcheck | emu::kRacecheck | emu::kSynccheck | emu::kGlobalRace},
       {"all", emu::kAllChecks},
   };
   std::vector<std::string> columns = {"workload", "unit"};

@@ -14,6 +14,8 @@
 //                                   initcheck: was it written since it was allocated?
 //   shared memory                   racecheck: did another thread of the block touch it since
 //                                   the last barrier, one of the two writing?
+//   (device memory, again)          globalrace (schedule.cpp): did another thread of the launch
+//                                   touch the word, unordered, one of the two writing?
 //   pinned host memory, the         allowed (a GPU reaches pinned memory and the module's
 //   program's global data           __device__ / __constant__ variables)
 //   anything else                   host memory a GPU cannot reach: memcheck reports it
@@ -130,7 +132,10 @@ void device_access(Thread* t, uintptr_t a, size_t n, bool write, bool aligned, c
       all_init &= v == kAllInit;
     }
     for (; i < n; ++i) all_init &= sh[i] == kInit;
-    if (all_init) return;
+    if (all_init) {
+      if (t->global_race) global_access(t, a, n, write, false, pc);
+      return;
+    }
   }
   if (checks & kMemcheck) {
     if (d != mine && !g.devices[static_cast<size_t>(mine)]->peer_enabled[static_cast<size_t>(d)]) {
@@ -167,6 +172,7 @@ void device_access(Thread* t, uintptr_t a, size_t n, bool write, bool aligned, c
              pc);
     }
   }
+  if (t->global_race) global_access(t, a, n, write, false, pc);
   if (write) std::memset(sh, kInit, n);
 }
 
@@ -256,6 +262,31 @@ void shared_access(Thread* t, RaceCell* cells, const void** pcs, uintptr_t a, si
   }
 }
 
+// Static shared memory (__shared__ variables: the worker's thread-local block). memcheck: does the
+// access touch a redzone, the bytes device.h keeps after each __shared__ variable (an overrun of
+// one array would otherwise land in the next one unseen)? Then racecheck and initcheck.
+std::atomic<const SharedLayout*> g_shared_layout{nullptr};
+
+void static_shared_access(Thread* t, uintptr_t a, size_t n, bool write, const void* pc) {
+  const size_t m = std::min<size_t>(n, t->tls_lo + t->tls_size - a);
+  const size_t offset = a - t->tls_lo;
+  if (t->checks & kMemcheck) {
+    const SharedLayout* layout = g_shared_layout.load(std::memory_order_relaxed);
+    if (layout != nullptr && in_shared_redzone(*layout, offset, m)) {
+      size_t first = offset;  // the first byte of the access in a redzone
+      while (first + 1 < offset + m && layout->redzone[first] == 0) ++first;
+      report(t, cudaErrorIllegalAddress,
+             "memcheck: invalid " + access_words(write, n) + " at " + hex(a) + ": " +
+                 describe_shared_redzone(*layout, first),
+             pc);
+    }
+  }
+  if (t->checks & (kRacecheck | kInitcheck)) {
+    const size_t word = offset >> 2;
+    shared_access(t, t->race + word, t->write_pcs + word, a, m, write, pc);
+  }
+}
+
 // ---- the dispatcher --------------------------------------------------------------------------------
 
 __attribute__((noinline)) void check(Thread* t, uintptr_t a, size_t n, bool write, bool aligned,
@@ -268,11 +299,7 @@ __attribute__((noinline)) void check(Thread* t, uintptr_t a, size_t n, bool writ
   if (a - reinterpret_cast<uintptr_t>(&tls_coordinates) < sizeof(Coordinates)) return;
   Worker& w = *t->worker;
   if (a - w.tls_lo < w.tls_size) {
-    if (t->checks & (kRacecheck | kInitcheck)) {
-      const size_t m = std::min<size_t>(n, w.tls_lo + w.tls_size - a);
-      const size_t word = (a - w.tls_lo) >> 2;
-      shared_access(t, w.race.data() + word, w.write_pcs.data() + word, a, m, write, pc);
-    }
+    if (t->checks & (kRacecheck | kInitcheck | kMemcheck)) static_shared_access(t, a, n, write, pc);
     return;
   }
   BlockRun& b = *t->block;
@@ -370,9 +397,15 @@ __attribute__((noinline)) void count_access(Thread* t, uintptr_t a, size_t n, bo
 inline void hook(void* p, size_t n, bool write, bool aligned, const void* pc) {
   Thread* t = tls_thread;
   if (t == nullptr || !t->checking) return;
+  if (t->has_pending_write) settle_pending_write(t);  // globalrace: the last store is made now
   const auto a = reinterpret_cast<uintptr_t>(p);
   if (t->counting) count_access(t, a, n, write);
   if (a - t->stack_lo < t->stack_size) return;  // the thread's own stack: nothing to check
+  if (t->switch_threshold != 0) switch_point(t, a);  // a randomized schedule: others may go first
+  if (t->global_race && a - g_globals->device_lo < g_globals->device_span) {
+    check(t, a, n, write, aligned, pc);  // device_access records it for globalrace
+    return;
+  }
   if (a - t->own_lo < t->own_size && (!aligned || (a & (n - 1)) == 0)) {
     uint8_t* sh = t->own_shadow + (a - t->own_lo);
     constexpr uint64_t kAllInit = 0x1111111111111111ull;
@@ -400,11 +433,7 @@ inline void hook(void* p, size_t n, bool write, bool aligned, const void* pc) {
   }
   if (a - t->tls_lo < t->tls_size &&
       a - reinterpret_cast<uintptr_t>(&tls_coordinates) >= sizeof(Coordinates)) {
-    if (t->checks & (kRacecheck | kInitcheck)) {
-      const size_t m = std::min<size_t>(n, t->tls_lo + t->tls_size - a);
-      const size_t word = (a - t->tls_lo) >> 2;
-      shared_access(t, t->race + word, t->write_pcs + word, a, m, write, pc);
-    }
+    if (t->checks & (kRacecheck | kInitcheck | kMemcheck)) static_shared_access(t, a, n, write, pc);
     return;
   }
   check(t, a, n, write, aligned, pc);
@@ -518,7 +547,8 @@ void init_worker_tls(Worker& w) {
     uintptr_t probe;
     uintptr_t lo = 0;
     size_t size = 0;
-  } f{reinterpret_cast<uintptr_t>(&tls_coordinates)};
+    std::string module;  // the file it was loaded from ("" for the program itself)
+  } f{reinterpret_cast<uintptr_t>(&tls_coordinates), 0, 0, {}};
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) {
         auto* f = static_cast<Find*>(data);
@@ -530,6 +560,7 @@ void init_worker_tls(Worker& w) {
           if (f->probe - lo < ph.p_memsz) {
             f->lo = lo;
             f->size = ph.p_memsz;
+            f->module = info->dlpi_name != nullptr ? info->dlpi_name : "";
             return 1;
           }
         }
@@ -549,6 +580,10 @@ void init_worker_tls(Worker& w) {
   w.tls_size = f.size;
   w.race.assign(f.size / 4 + 2, RaceCell{});
   w.write_pcs.assign(f.size / 4 + 2, nullptr);
+  // memcheck's map of the __shared__ variables and their redzones (shared_layout.cpp).
+  const SharedLayout& layout =
+      shared_layout(f.module.empty() ? std::string("/proc/self/exe") : f.module, f.size);
+  g_shared_layout.store(&layout, std::memory_order_relaxed);
 }
 
 // Atomics are checked like stores (they read and write); racecheck leaves them alone, since
@@ -556,23 +591,39 @@ void init_worker_tls(Worker& w) {
 void check_atomic(void* p, size_t n, const void* pc) {
   Thread* t = tls_thread;
   if (t == nullptr) return;
+  if (t->has_pending_write) settle_pending_write(t);
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   if (t->counting) {  // a read-modify-write: one read and one write
     count_access(t, a, n, false);
     count_access(t, a, n, true);
   }
-  if (!(t->checks & (kMemcheck | kInitcheck))) return;
+  if (t->switch_threshold != 0) switch_point(t, a);  // a randomized schedule: others may go first
+  if (!(t->checks & (kMemcheck | kInitcheck | kGlobalRace))) return;
   Globals& g = globals();
   if (a - g.device_lo < g.device_span) {
     const unsigned saved = t->checks;
+    const bool global_race = t->global_race;
+    t->global_race = false;                   // recorded once below, as an atomic
     device_access(t, a, n, false, true, pc);  // the read half (initcheck)
     t->checks = saved & ~kInitcheck;
     device_access(t, a, n, true, true, pc);   // the write half
     t->checks = saved;
+    t->global_race = global_race;
+    if (global_race) global_access(t, a, n, true, true, pc);
     return;
   }
   Worker& w = *t->worker;
-  if (a - w.tls_lo < w.tls_size) return;
+  if (a - w.tls_lo < w.tls_size) {  // static shared memory: only its redzones are out of bounds
+    const SharedLayout* layout = g_shared_layout.load(std::memory_order_relaxed);
+    if ((t->checks & kMemcheck) && layout != nullptr &&
+        in_shared_redzone(*layout, a - w.tls_lo, n)) {
+      report(t, cudaErrorIllegalAddress,
+             "memcheck: atomic on " + std::to_string(n) + " bytes at " + hex(a) + ": " +
+                 describe_shared_redzone(*layout, a - w.tls_lo),
+             pc);
+    }
+    return;
+  }
   if (g.pinned->contains(a)) return;
   // Dynamic shared memory (extern __shared__) and the program's __device__ variables are places
   // a GPU's atomics reach too.

@@ -13,7 +13,8 @@
 // `__shared__` makes a variable thread_local: all fibers of a block run on one CPU thread, so a
 // CPU thread's copy of the variable is the shared memory of the block it is running. (Dynamic
 // shared memory, `extern __shared__ T name[]`, has no such mapping: write
-// EMBER_DYNAMIC_SHARED(T, name) instead, which is that declaration on a GPU.)
+// EMBER_DYNAMIC_SHARED(T, name) instead, which is that declaration on a GPU.) Each __shared__
+// declaration also declares a redzone, which memcheck watches (kernels/emulator/shared_layout.cpp).
 #pragma once
 
 #include <cmath>
@@ -36,7 +37,24 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
-#define __shared__ static __thread
+// `__shared__ float tile[32][33];` is `static __thread float tile[32][33];`, preceded by a
+// redzone: 64 bytes that nothing uses, which GCC places right after the array in memory (it lays
+// a function's static thread-locals out last declared first). An access there is an overrun of
+// the array, which memcheck reports with the array's name (shared_layout.cpp); without it the
+// access would land in whatever variable lies next, unseen. `used`: GCC would drop it otherwise.
+// `__shared__ float a[8], b[8];` declares one redzone for both, after a: an overrun of b lands
+// in a unseen.
+namespace ember::emu {
+struct alignas(16) SharedRedzone {
+  unsigned char bytes[64];
+};
+}  // namespace ember::emu
+#define EMBER_EMU_CAT_(a, b) a##b
+#define EMBER_EMU_CAT(a, b) EMBER_EMU_CAT_(a, b)
+#define __shared__                                                                 \
+  static __thread __attribute__((used)) ::ember::emu::SharedRedzone EMBER_EMU_CAT( \
+      ember_shared_redzone_, __COUNTER__);                                         \
+  static __thread
 
 // ---- threadIdx, blockIdx, blockDim, gridDim, warpSize ---------------------------------------------
 namespace ember::emu {

@@ -5,7 +5,10 @@
 //   memcheck   every load and store of a kernel: out of bounds of its allocation, use after
 //              cudaFree, a block of ember's caching allocator that no live tensor uses (or the
 //              unused tail of one that does), another device's memory without peer access, host
-//              memory that is not pinned, a misaligned vector access;
+//              memory that is not pinned, a misaligned vector access; past the end of a
+//              __shared__ array (the redzone after it), an array index out of bounds (local and
+//              __shared__ arrays), a write through a pointer past a local array that reaches
+//              its guard word (when the function returns);
 //   racecheck  two threads of a block touching the same shared-memory byte, at least one
 //              writing, with no __syncthreads between them (or __syncwarp, for two lanes of one
 //              warp);
@@ -14,6 +17,11 @@
 //              or does not exist, a shuffle that reads a lane outside the mask;
 //   initcheck  a read of device memory that nothing has written since it was allocated (or
 //              handed to a new tensor), and of shared memory not written in this block;
+//   globalrace two threads of one launch touching the same 4-byte word of device memory, at
+//              least one writing, not both atomically: threads of one block with no barrier
+//              between them (no __syncwarp or full-warp collective, for lanes of one warp), or
+//              threads of two different blocks (never ordered within a launch). It keeps 48
+//              bytes of records per word the kernels touch, so it is not on by default;
 //   hostcheck  host code that dereferences a device pointer (on a GPU machine that crashes; in
 //              the emulator device memory is host memory, so it would silently work): the
 //              device memory is kept inaccessible (mprotect) except while the emulator itself
@@ -25,10 +33,11 @@
 // kernel on a GPU (cudaErrorIllegalAddress, cudaErrorMisalignedAddress or
 // cudaErrorLaunchFailure), which ember raises as a DeviceError carrying the report.
 //
-// EMBER_EMULATOR_CHECKS=memcheck,racecheck,synccheck,initcheck,hostcheck (or all, or none)
-// chooses them when the program starts; the default is memcheck, racecheck and synccheck. memcheck, racecheck and initcheck
-// watch memory accesses, which needs the kernels compiled with the emulator's instrumentation
-// (the CMake option EMBER_EMULATOR_INSTRUMENT, on by default); synccheck always works.
+// EMBER_EMULATOR_CHECKS=memcheck,racecheck,synccheck,initcheck,hostcheck,globalrace (or all, or
+// none) chooses them when the program starts; the default is memcheck, racecheck and synccheck.
+// memcheck, racecheck, initcheck and globalrace watch memory accesses, which needs the kernels
+// compiled with the emulator's instrumentation (the CMake option EMBER_EMULATOR_INSTRUMENT, on by
+// default); synccheck always works.
 #pragma once
 
 #include <cstddef>
@@ -44,7 +53,8 @@ enum Check : unsigned {
   kSynccheck = 1u << 2,
   kInitcheck = 1u << 3,
   kHostcheck = 1u << 4,
-  kAllChecks = kMemcheck | kRacecheck | kSynccheck | kInitcheck | kHostcheck,
+  kGlobalRace = 1u << 5,
+  kAllChecks = kMemcheck | kRacecheck | kSynccheck | kInitcheck | kHostcheck | kGlobalRace,
 };
 
 // The checkers in force (a mask of Check), and changing them for the launches that follow.
@@ -122,6 +132,28 @@ std::string coverage_table();
 // against the registers and static shared memory nvcc gives each kernel (docs/emulator.md,
 // "Launch resources"): what a GPU refuses and the emulator cannot know.
 std::string launch_table();
+
+// ---- randomized schedules ----------------------------------------------------------------------
+// EMBER_EMULATOR_SCHEDULE=random:SEED (docs/emulator.md, "Randomized schedules"): the threads of a
+// block run in a seeded random order between synchronisation points, a thread may be switched
+// out for another ready thread of its block at any shared- or global-memory access, and the
+// blocks of a grid are handed out in a seeded order. Each block's order follows from the seed,
+// the launch's number since the schedule was set, and the block's index, so a run reproduces (the
+// order of blocks on different CPU threads only with EMBER_EMULATOR_THREADS=1). Every report made
+// under the mode ends with the setting that reproduces it. "fixed" (the default): thread 0, 1,
+// 2, ... in turn, each until it reaches a barrier, as before.
+struct Schedule {
+  bool random = false;
+  uint64_t seed = 0;
+};
+Schedule schedule();
+// Sets the schedule for the launches that follow and restarts their count from 0 (the test suite
+// does this at the start of every test case, so a test case run alone gets the same orders).
+void set_schedule(Schedule s);
+// Parses "fixed" / "random:SEED" as EMBER_EMULATOR_SCHEDULE does; throws std::invalid_argument.
+Schedule parse_schedule(const std::string& words);
+// "EMBER_EMULATOR_SCHEDULE=random:5" for the reports.
+std::string schedule_setting(Schedule s);
 
 // ---- the asynchronous mode: streams that run later ---------------------------------------------
 // EMBER_EMULATOR_ASYNC=1 (docs/emulator.md, kernels/emulator/async.cpp): kernel launches, copies,

@@ -7,6 +7,8 @@
 //   async.cpp      the asynchronous mode: per-stream queues and the worker that runs them
 //   scheduler.cpp  worker threads, blocks, fibers, barriers, warp collectives, launches
 //   checks.cpp     the memory-access hooks and memcheck / racecheck / initcheck, the reports
+//   shared_layout.cpp  where the __shared__ variables and their redzones lie (the symbol table)
+//   schedule.cpp   randomized schedules (EMBER_EMULATOR_SCHEDULE) and globalrace's records
 //   atomics.cpp    atomicAdd and friends
 //
 // None of these files is compiled with the access instrumentation: what they do is the
@@ -289,6 +291,22 @@ struct Thread {
   uintptr_t own_lo = 0;        // this kernel's device's memory [own_lo, own_lo + own_size)
   size_t own_size = 0;
   uint8_t* own_shadow = nullptr;  // its shadow byte for own_lo
+  uint32_t switch_threshold = 0;  // randomized schedule: switch at an access when a draw is below
+  bool global_race = false;       // globalrace is on
+  // globalrace: this thread's write met another thread's unordered plain write of the same word.
+  // It is judged once made (settle_pending_write): storing the bytes already there is no race in
+  // effect (fill_ on an expanded view stores one value through many threads).
+  bool has_pending_write = false;
+  struct PendingWrite {
+    uintptr_t lo = 0, a = 0;  // lo: the first word of the access (up to 4 words are judged)
+    size_t n = 0;
+    uint8_t masks[4] = {};    // per word: the bytes that met the other write
+    uint8_t before[16] = {};  // those words as the other write left them
+    uint32_t other_block = 0;
+    uint16_t other_thread = 0;
+    const void* other_pc = nullptr;
+    const void* pc = nullptr;
+  } pending_write;
   uintptr_t tls_lo = 0;        // the worker's shared memory (thread_local block)
   size_t tls_size = 0;
   struct RaceCell* race = nullptr;
@@ -334,6 +352,9 @@ struct Warp {
 struct BlockRun {
   Grid* grid = nullptr;
   uint3 idx{};
+  uint64_t linear = 0;  // the block's index in the grid (x fastest)
+  bool random = false;  // a randomized schedule: the next thread is drawn from the ready ones
+  uint64_t rng = 0;     // the block's draws (schedule.cpp)
   uint32_t nthreads = 0;
   uint64_t serial = 0;     // unique per block run on this worker (racecheck's notion of "this block")
   uint32_t epoch = 0;      // __syncthreads completed
@@ -409,7 +430,40 @@ struct Grid {
   // of their busiest loop (0, 1, 2, 3 or more).
   std::atomic<int64_t> no_loop_blocks{0};
   std::atomic<int64_t> pass_blocks[4] = {};
+  // The schedule (schedule.cpp): random or fixed, its seed, this launch's number since the
+  // schedule was set, and the seeded order the blocks are handed out in (ticket k runs block
+  // (perm_a * k + perm_c) mod nblocks).
+  bool random = false;
+  uint64_t seed = 0;
+  uint64_t schedule_launch = 0;
+  uint64_t perm_a = 1, perm_c = 0;
+  uint32_t race_launch = 0;  // globalrace: this launch's tag in the records (never 0)
 };
+
+// ---- the schedule and globalrace (schedule.cpp) -------------------------------------------------
+// Called for every launch, one at a time (under the pool's launch lock), before its blocks run:
+// sets the grid's schedule and its globalrace tag.
+void begin_launch(Grid& g);
+// The block a ticket of the grid's block counter runs (the identity under the fixed schedule).
+inline uint64_t block_of_ticket(const Grid& g, uint64_t k) {
+  if (!g.random) return k;
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(g.perm_a) * k + g.perm_c) %
+                               g.nblocks);
+}
+// Seeds a block's draws and picks how often its threads switch at memory accesses.
+void seed_block(BlockRun& b, uint32_t* switch_threshold);
+uint64_t next_draw(BlockRun& b);
+// "\n  schedule: EMBER_EMULATOR_SCHEDULE=random:5 ..." for a report of a randomized launch; "".
+std::string schedule_note(const Grid& g);
+// A switch point (scheduler.cpp): with the block's probability, the current thread steps aside
+// for another ready thread of its block (an access at address a; not the thread's coordinates).
+void switch_point(Thread* t, uintptr_t a);
+// globalrace: an access of n bytes at a (in device memory) by t, checked against the launch's
+// earlier accesses to the same words, and recorded. Atomics are read-modify-writes.
+void global_access(Thread* t, uintptr_t a, size_t n, bool write, bool atomic, const void* pc);
+// Judges t's pending write (called at t's next access, barrier, collective or return, when the
+// store has been made): a report if it changed the bytes the other thread had written.
+void settle_pending_write(Thread* t);
 
 // The CUDA thread running on this CPU thread (nullptr outside kernels), and this CPU thread's
 // worker (while it runs blocks).
@@ -422,6 +476,42 @@ extern __thread Thread* tls_thread __attribute__((tls_model("initial-exec")));
 std::string where(const Thread* t);
 // Sets up a worker's view of shared memory (its thread_local block) and racecheck's cells.
 void init_worker_tls(Worker& w);
+
+// ---- the map of static shared memory (shared_layout.cpp) -----------------------------------------
+// A thread-local variable of the module that holds the kernels, from its symbol table: a
+// __shared__ variable, a redzone device.h put after one, or another thread_local.
+struct SharedVariable {
+  size_t offset = 0;  // in the module's thread-local block
+  size_t size = 0;
+  std::string name;      // "tile"
+  std::string function;  // the kernel or device function it is a static of ("" if none)
+  bool redzone = false;  // an ember_shared_redzone_N
+  bool shared = false;   // a __shared__ variable (a static of a function that has redzones)
+};
+struct SharedLayout {
+  std::vector<uint8_t> redzone;  // per byte of the thread-local block: 1 = redzone or padding
+  std::vector<SharedVariable> variables;  // by offset
+  size_t redzones = 0, shared_variables = 0;
+  std::string note;  // why there is no map (a stripped program), else ""
+};
+// The layout of the thread-local block of the module at `module_path` (tls_size bytes), read
+// once, on first use.
+const SharedLayout& shared_layout(const std::string& module_path, size_t tls_size);
+// Does [offset, offset + n) of the block touch a redzone? (On every access to shared memory.)
+inline bool in_shared_redzone(const SharedLayout& layout, size_t offset, size_t n) {
+  const size_t size = layout.redzone.size();
+  if (offset >= size) return false;
+  const size_t end = offset + n < size ? offset + n : size;
+  // A redzone is wider than any single access (16 bytes): for those, the two ends decide.
+  if (n <= 16) return (layout.redzone[offset] | layout.redzone[end - 1]) != 0;
+  for (size_t i = offset; i < end; ++i)
+    if (layout.redzone[i] != 0) return true;
+  return false;
+}
+// For the reports: "4 bytes past the end of __shared__ array `a` (128 bytes) of kernel ...", and
+// "byte 12 of __shared__ array `a` ..." ("" outside every __shared__ variable).
+std::string describe_shared_redzone(const SharedLayout& layout, size_t offset);
+std::string describe_shared_variable(const SharedLayout& layout, size_t offset);
 
 void set_last_error(cudaError_t e);
 // "" when the launch configuration is valid, else why (and the error the launch returns).

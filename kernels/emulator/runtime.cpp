@@ -567,12 +567,13 @@ unsigned parse_checks(const std::string& words) {
     else if (w == "synccheck") mask |= kSynccheck;
     else if (w == "initcheck") mask |= kInitcheck;
     else if (w == "hostcheck") mask |= kHostcheck;
+    else if (w == "globalrace") mask |= kGlobalRace;
     else if (w == "all") mask |= kAllChecks;
     else if (w == "none" || w.empty()) mask |= 0;
     else
       throw std::invalid_argument("EMBER_EMULATOR_CHECKS: unknown checker '" + w +
                                   "' (known: memcheck, racecheck, synccheck, initcheck, "
-                                  "hostcheck, all, none; separate them with commas)");
+                                  "hostcheck, globalrace, all, none; separate them with commas)");
     start = comma + 1;
   }
   return mask;

@@ -16,9 +16,11 @@
 // but some have not finished, the block is deadlocked on a GPU too (a barrier that some threads
 // never reach, a mask naming a lane that left): synccheck says which threads wait where.
 //
-// What this cannot show: the order in which a GPU really interleaves warps. Threads here run in a
-// fixed order between synchronisation points; racecheck (checks.cpp) is what finds code whose
-// result would depend on that order.
+// What this cannot show: the order in which a GPU really interleaves warps. By default threads
+// run in a fixed order between synchronisation points; racecheck and globalrace (checks.cpp,
+// schedule.cpp) find code whose result would depend on that order, and a randomized schedule
+// (EMBER_EMULATOR_SCHEDULE=random:SEED, schedule.cpp) draws the next ready thread at random and
+// lets a thread step aside at any shared- or global-memory access.
 #include <sys/mman.h>
 #include <unistd.h>
 #include <link.h>
@@ -91,10 +93,19 @@ std::atomic<int64_t> g_kernel_ns{0};
 
 void fiber_main(ctx::transfer_t from);
 
+// Under a randomized schedule the next thread is drawn from the ready ones: the drawn one is
+// swapped to the head of the queue. (The fixed schedule takes them first come, first served.)
+void draw_head(BlockRun& b) {
+  const size_t left = b.ready.size() - b.ready_head;
+  if (!b.random || left < 2) return;
+  std::swap(b.ready[b.ready_head], b.ready[b.ready_head + next_draw(b) % left]);
+}
+
 // The next ready thread of the block, made current (coordinates, tls_thread, a context if it
 // has not run yet), or nullptr when none is ready.
 Thread* take_next(BlockRun& b) {
   if (b.ready_head >= b.ready.size()) return nullptr;
+  draw_head(b);
   const uint32_t i = b.ready[b.ready_head++];
   if (b.ready_head == b.ready.size()) {  // keep the queue short: restart it when drained
     b.ready.clear();
@@ -155,10 +166,12 @@ void save_jumper(const ctx::transfer_t& from, Worker& w) {
 
 // Leaves the current CUDA thread t (blocked at a barrier or collective, or finished): switches
 // straight to the next ready thread of the block, or back to the scheduler loop when there is
-// none. Returns when some thread switches back to t.
+// none. Returns when some thread switches back to t (at once if the draw picked t itself: a
+// thread that steps aside is ready too).
 void switch_away(Thread* t) {
   Worker& w = *t->worker;
   Thread* next = take_next(*t->block);
+  if (next == t) return;
   ++w.switches;  // a plain counter per worker: an atomic here would be a contended cache line
   if (next == nullptr) tls_thread = nullptr;
   const ctx::transfer_t from = ctx::jump_fcontext(next ? next->context : w.scheduler, t);
@@ -166,6 +179,15 @@ void switch_away(Thread* t) {
 }
 
 void yield(Thread* t) { switch_away(t); }
+
+// A running thread steps aside: it joins the ready threads, and a drawn one runs (maybe itself).
+void step_aside(Thread* t) {
+  const bool was_checking = t->checking;
+  t->checking = false;
+  push_ready(*t->block, t->linear);
+  switch_away(t);
+  t->checking = was_checking;
+}
 
 std::string thread_list(const BlockRun& b, ThreadState state, size_t limit = 8) {
   std::string s;
@@ -189,7 +211,7 @@ void record_fault(Grid& g, cudaError_t error, const std::string& text) {
   std::lock_guard<std::mutex> lock(g.fault_mu);
   if (g.faulted.load()) return;  // the first report wins
   g.error = error;
-  g.report = text;
+  g.report = text + schedule_note(g);  // under a randomized schedule: how to get it again
   g.faulted.store(true);
 }
 
@@ -225,24 +247,45 @@ std::string where(const Thread* t) {
   __builtin_unreachable();
 }
 
+void switch_point(Thread* t, uintptr_t a) {
+  BlockRun& b = *t->block;
+  if (static_cast<uint32_t>(next_draw(b)) >= t->switch_threshold) return;
+  if (b.ready_head >= b.ready.size()) return;  // no other thread is ready
+  // threadIdx and friends are registers on a GPU, not memory.
+  if (a - reinterpret_cast<uintptr_t>(&tls_coordinates) < sizeof(Coordinates)) return;
+  step_aside(t);
+}
+
 namespace {
 
 // ---- the thread's life ------------------------------------------------------------------------------
 
 void resolve_warp(Thread* t, Warp& w);
 
-// Opens the block's barrier: every waiting thread gets the number of true predicates (for
-// __syncthreads_count and friends) and becomes ready, except `self`, which just carries on.
+// Opens the block's barrier: every waiting thread gets the barrier's result (for
+// __syncthreads_count, _and, _or: computed now, over the threads that took part, since threads
+// may return before a waiting one runs again) and becomes ready, except `self`, which just
+// carries on.
 void open_barrier(BlockRun& b, Thread* self) {
-  int count = 0;
-  for (const Thread& o : b.threads)
-    if (o.state == ThreadState::AtBarrier && o.barrier_predicate != 0) ++count;
+  int count = 0, present = 0;
+  for (const Thread& o : b.threads) {
+    if (o.state != ThreadState::AtBarrier) continue;
+    ++present;
+    if (o.barrier_predicate != 0) ++count;
+  }
+  int result = 0;
+  switch (b.barrier_reduce) {
+    case BarrierReduce::None: result = 0; break;
+    case BarrierReduce::Count: result = count; break;
+    case BarrierReduce::And: result = count == present ? 1 : 0; break;
+    case BarrierReduce::Or: result = count > 0 ? 1 : 0; break;
+  }
   b.at_barrier = 0;
   ++b.epoch;
   for (uint32_t i = 0; i < b.nthreads; ++i) {
     Thread& o = b.threads[i];
     if (o.state != ThreadState::AtBarrier) continue;
-    o.barrier_predicate = count;
+    o.barrier_predicate = result;
     if (&o != self) push_ready(b, i);
   }
 }
@@ -298,8 +341,10 @@ void fiber_main(ctx::transfer_t from) {
     }
     t->checking = false;
     if (!error.empty()) fault(t, cudaErrorLaunchFailure, "the kernel threw a C++ exception: " + error);
+    if (t->has_pending_write) settle_pending_write(t);
     thread_exit(t);
     BlockRun& b = *t->block;
+    if (b.ready_head < b.ready.size()) draw_head(b);
     if (b.ready_head < b.ready.size() && !b.threads[b.ready[b.ready_head]].started) {
       const Stack stack = t->stack;
       Thread* n = take_next_started_here(b, stack);
@@ -320,6 +365,9 @@ void run_block(Worker& w, Grid& g, uint64_t linear) {
   b.grid = &g;
   b.idx = uint3{static_cast<unsigned>(linear % gd.x), static_cast<unsigned>((linear / gd.x) % gd.y),
                 static_cast<unsigned>(linear / (static_cast<uint64_t>(gd.x) * gd.y))};
+  b.linear = linear;
+  uint32_t switch_threshold = 0;
+  seed_block(b, &switch_threshold);
   b.nthreads = n;
   b.serial = w.next_serial++;
   b.epoch = 0;
@@ -354,6 +402,9 @@ void run_block(Worker& w, Grid& g, uint64_t linear) {
     t.checking = false;
     t.checks = g.checks;
     t.counting = g.counting;
+    t.switch_threshold = switch_threshold;
+    t.global_race = (g.checks & kGlobalRace) != 0;
+    t.has_pending_write = false;
     std::fill(std::begin(t.accesses), std::end(t.accesses), 0);
     std::fill(std::begin(t.bytes), std::end(t.bytes), 0);
     t.linear = i;
@@ -420,7 +471,7 @@ void run_blocks(Worker& w, Grid& g) {
   while (!g.faulted.load(std::memory_order_relaxed)) {
     const uint64_t k = g.next_block.fetch_add(1, std::memory_order_relaxed);
     if (k >= g.nblocks) break;
-    run_block(w, g, k);
+    run_block(w, g, block_of_ticket(g, k));
     ++blocks;
   }
   g_blocks.fetch_add(blocks, std::memory_order_relaxed);
@@ -452,6 +503,7 @@ class Pool {
 
   void run(Grid& g, Worker& self) {
     std::lock_guard<std::mutex> launch(launch_mu_);
+    begin_launch(g);  // the schedule and globalrace's tag, one launch at a time
     const uint64_t helpers = std::min<uint64_t>(helpers_.size(), g.nblocks - 1);
     if (helpers > 0) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -615,7 +667,8 @@ void resolve_warp(Thread* t, Warp& w) {
       case VoteKind::Any: r = ballot != 0; break;
       case VoteKind::All: r = ballot == w.mask; break;
     }
-    for (int l = 0; l < 32; ++l) w.result[l] = r;
+    for (int l = 0; l < 32; ++l)
+      if (w.mask & (1u << l)) w.result[l] = r;  // lanes outside it may wait for another vote
   }
   if (w.mask == (w.existing & ~w.exited)) ++w.epoch;  // every live lane synchronised
   for (int l = 0; l < 32; ++l) {
@@ -629,6 +682,7 @@ void resolve_warp(Thread* t, Warp& w) {
 uint64_t collective(int kind, int op, unsigned mask, uint64_t value, int arg, int width,
                     const char* file, int line) {
   Thread* t = current_thread(collective_name(kind, op));
+  if (t->has_pending_write) settle_pending_write(t);
   BlockRun& b = *t->block;
   Warp& w = b.warps[t->warp];
   const bool sync = (t->checks & kSynccheck) != 0;
@@ -689,8 +743,10 @@ uint64_t collective(int kind, int op, unsigned mask, uint64_t value, int arg, in
   } else {
     yield(t);
   }
+  const uint64_t result = w.result[t->lane];
+  if (b.random) step_aside(t);  // the lane that completed the set need not run on first
   t->checking = was_checking;
-  return w.result[t->lane];
+  return result;
 }
 
 }  // namespace
@@ -876,7 +932,7 @@ cudaError_t run_grid(const LaunchConfig& config, void (*body)(void*), void* clos
   g.params_size = params_size;
   g.device = device;
   g.checks = checks();
-  if (!instrumented()) g.checks &= ~(kMemcheck | kRacecheck | kInitcheck);
+  if (!instrumented()) g.checks &= ~(kMemcheck | kRacecheck | kInitcheck | kGlobalRace);
   g.counting = instrumented() && access_counting();
   if (g.counting) count_launch();
   g.nblocks = static_cast<uint64_t>(config.grid.x) * config.grid.y * config.grid.z;
@@ -916,8 +972,10 @@ cudaError_t run_grid(const LaunchConfig& config, void (*body)(void*), void* clos
 
 void enter_kernel_code() {
   Thread* t = tls_thread;
-  if (t != nullptr)
-    t->checking = t->counting || (t->checks & (kMemcheck | kRacecheck | kInitcheck)) != 0;
+  if (t != nullptr) {
+    t->checking = t->counting || t->switch_threshold != 0 ||
+                  (t->checks & (kMemcheck | kRacecheck | kInitcheck | kGlobalRace)) != 0;
+  }
 }
 
 void* dynamic_shared_memory() {
@@ -956,6 +1014,7 @@ int worker_threads() { return pool().size(); }
 
 int block_barrier(BarrierReduce reduce, int predicate, const char* file, int line) {
   Thread* t = current_thread("__syncthreads");
+  if (t->has_pending_write) settle_pending_write(t);
   BlockRun& b = *t->block;
   const bool sync = (t->checks & kSynccheck) != 0;
   const bool was_checking = t->checking;
@@ -986,17 +1045,12 @@ int block_barrier(BarrierReduce reduce, int predicate, const char* file, int lin
   if (b.at_barrier + b.done == b.nthreads) {
     open_barrier(b, t);  // the last one in opens it for everyone
     t->state = ThreadState::Running;
+    if (b.random) step_aside(t);  // ... and need not be the first to go on
   } else {
     yield(t);
   }
-  // Every thread has the count of true predicates now.
-  const int count = t->barrier_predicate;
-  switch (reduce) {
-    case BarrierReduce::None: result = 0; break;
-    case BarrierReduce::Count: result = count; break;
-    case BarrierReduce::And: result = count == static_cast<int>(b.nthreads - b.done) ? 1 : 0; break;
-    case BarrierReduce::Or: result = count > 0 ? 1 : 0; break;
-  }
+  // Every thread has the barrier's result now.
+  result = reduce == BarrierReduce::None ? 0 : t->barrier_predicate;
   t->checking = was_checking;
   return result;
 }
