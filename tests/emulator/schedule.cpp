@@ -317,7 +317,7 @@ TEST_CASE("emulator globalrace: blocks adding to one total without atomics",
 // Many threads storing one value into one word (fill_ on an expanded view) change nothing by
 // their order; storing different values does.
 TEST_CASE(
-    "emulator globalrace: stores of one value into one word are not a race; of two values are",
+    "emulator globalrace: stores of one value into one word are not a race - of two values are",
     "[emulator][planted]") {
   Checks on(kWithGlobalRace);
   DeviceBuffer<int> out(1);
