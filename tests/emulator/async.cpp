@@ -21,14 +21,14 @@
 #include "core/ember.h"
 #include "kernels/emulator/emulator.h"
 #include "tests/emulator/kernels.h"
+#include "tests/emulator/test_util.h"
 
 using namespace ember;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using ember_test::Checks;
+using ember_test::contains;
 
 // The asynchronous mode for one scope (turning it off waits for everything queued).
 struct AsyncMode {
@@ -40,13 +40,6 @@ struct AsyncMode {
     cudaGetLastError();
     emu::set_async_streams(saved);
   }
-};
-
-// The checkers for one scope.
-struct Checks {
-  unsigned saved;
-  explicit Checks(unsigned mask) : saved(emu::checks()) { emu::set_checks(mask); }
-  ~Checks() { emu::set_checks(saved); }
 };
 
 float* device_floats(size_t n) {

@@ -22,43 +22,15 @@
 #include "core/ember.h"
 #include "kernels/emulator/emulator.h"
 #include "tests/emulator/kernels.h"
+#include "tests/emulator/test_util.h"
 
 using namespace ember;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-// Device memory from cudaMalloc, freed at the end of the scope (unless released earlier).
-template <typename T>
-struct DeviceBuffer {
-  T* p = nullptr;
-  size_t n = 0;
-  explicit DeviceBuffer(size_t count) : n(count) {
-    REQUIRE(cudaMalloc(reinterpret_cast<void**>(&p), count * sizeof(T)) == cudaSuccess);
-    REQUIRE(cudaMemset(p, 0, count * sizeof(T)) == cudaSuccess);
-  }
-  ~DeviceBuffer() {
-    if (p) cudaFree(p);
-  }
-  std::vector<T> get() const {
-    std::vector<T> v(n);
-    REQUIRE(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
-    return v;
-  }
-  void set(const std::vector<T>& v) {
-    REQUIRE(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
-  }
-};
-
-// Sets the checkers for one scope.
-struct Checks {
-  unsigned saved;
-  explicit Checks(unsigned mask) : saved(emu::checks()) { emu::set_checks(mask); }
-  ~Checks() { emu::set_checks(saved); }
-};
+using ember_test::Checks;
+using ember_test::contains;
+using ember_test::DeviceBuffer;
 
 // After a planted bug the device must still work: launch errors are not sticky in the emulator.
 void device_still_works() {

@@ -18,6 +18,7 @@
 #include <catch2/catch.hpp>
 
 #include "kernels/emulator/emulator.h"
+#include "tests/emulator/test_util.h"
 
 namespace ember_test::wmma_kernels {
 // tests/emulator/kernels_mma.cu
@@ -34,40 +35,12 @@ int plant_partial_warp(const float* A, float* out);
 
 namespace {
 
+using ember_test::Checks;
+using ember_test::contains;
+using ember_test::DeviceBuffer;
+
 namespace emu = ember::emu;
 namespace k = ember_test::wmma_kernels;
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-template <typename T>
-struct DeviceBuffer {
-  T* p = nullptr;
-  size_t n = 0;
-  explicit DeviceBuffer(size_t count) : n(count) {
-    REQUIRE(cudaMalloc(reinterpret_cast<void**>(&p), count * sizeof(T)) == cudaSuccess);
-    REQUIRE(cudaMemset(p, 0, count * sizeof(T)) == cudaSuccess);
-  }
-  explicit DeviceBuffer(const std::vector<T>& v) : DeviceBuffer(v.size()) { set(v); }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  std::vector<T> get() const {
-    std::vector<T> v(n);
-    REQUIRE(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
-    return v;
-  }
-  void set(const std::vector<T>& v) {
-    REQUIRE(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
-  }
-};
-
-struct Checks {
-  unsigned saved;
-  explicit Checks(unsigned mask) : saved(emu::checks()) { emu::set_checks(mask); }
-  ~Checks() { emu::set_checks(saved); }
-};
 
 uint32_t bits_of(float f) {
   uint32_t b;

@@ -18,14 +18,15 @@
 #include "kernels/emulator/emulator.h"
 #include "tests/emulator/kernels.h"
 #include "tests/emulator/kernels_schedule.h"
+#include "tests/emulator/test_util.h"
 
 namespace emu = ember::emu;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using ember_test::Checks;
+using ember_test::contains;
+using ember_test::DeviceBuffer;
 
 int count_of(const std::string& s, const std::string& part) {
   int n = 0;
@@ -33,32 +34,6 @@ int count_of(const std::string& s, const std::string& part) {
   return n;
 }
 
-template <typename T>
-struct DeviceBuffer {
-  T* p = nullptr;
-  size_t n = 0;
-  explicit DeviceBuffer(size_t count) : n(count) {
-    REQUIRE(cudaMalloc(reinterpret_cast<void**>(&p), count * sizeof(T)) == cudaSuccess);
-    clear();
-  }
-  ~DeviceBuffer() { cudaFree(p); }
-  void clear() { REQUIRE(cudaMemset(p, 0, n * sizeof(T)) == cudaSuccess); }
-  std::vector<T> get() const {
-    std::vector<T> v(n);
-    REQUIRE(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
-    return v;
-  }
-  void set(const std::vector<T>& v) {
-    REQUIRE(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
-  }
-};
-
-// The checkers and the schedule for one scope.
-struct Checks {
-  unsigned saved;
-  explicit Checks(unsigned mask) : saved(emu::checks()) { emu::set_checks(mask); }
-  ~Checks() { emu::set_checks(saved); }
-};
 struct ScheduleScope {
   emu::Schedule saved;
   explicit ScheduleScope(emu::Schedule s) : saved(emu::schedule()) { emu::set_schedule(s); }

@@ -13,21 +13,14 @@
 
 #include "kernels/emulator/emulator.h"
 #include "tests/emulator/kernels_shared.h"
+#include "tests/emulator/test_util.h"
 
 using ember_test::ArrayBug;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-// Sets the checkers for one scope.
-struct Checks {
-  unsigned saved;
-  explicit Checks(unsigned mask) : saved(ember::emu::checks()) { ember::emu::set_checks(mask); }
-  ~Checks() { ember::emu::set_checks(saved); }
-};
+using ember_test::Checks;
+using ember_test::contains;
 
 // 32 floats of device memory, zeroed.
 struct Out {
