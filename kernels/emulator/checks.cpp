@@ -47,16 +47,6 @@ namespace {
 
 std::atomic<bool> g_instrumented{false};
 
-std::string hex(uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
-std::string dim_str(uint3 v) {
-  return "(" + std::to_string(v.x) + "," + std::to_string(v.y) + "," + std::to_string(v.z) + ")";
-}
-
 // ---- the program's own memory: module images -------------------------------------------------------
 
 struct Ranges {

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -32,6 +33,16 @@
 #include "kernels/emulator/runtime_api.h"
 
 namespace ember::emu::detail {
+
+// Words of the reports: an address as 0x..., a dim3 as (x,y,z).
+inline std::string hex(uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+inline std::string dim_str(uint3 v) {
+  return "(" + std::to_string(v.x) + "," + std::to_string(v.y) + "," + std::to_string(v.z) + ")";
+}
 
 namespace ctx = boost::context::detail;
 

@@ -53,12 +53,6 @@ const char* op_name(MatrixOp op) {
   return "wmma";
 }
 
-std::string hex_of(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 std::string site(const WarpMatrixCall& c) {
   return std::string(op_name(c.op)) + " at " + relative_path(c.file) + ":" + std::to_string(c.line);
 }
@@ -150,16 +144,16 @@ void resolve(Thread* t, WarpMeeting& m, const WarpMatrixCall& mine) {
       const WarpMatrixCall& n = *m.calls[first_other];
       why = "lane " + std::to_string(first_other) + " is at " + site(n);
       if (n.op != MatrixOp::Mma && n.op == mine.op && n.file == mine.file && n.line == mine.line)
-        why += " with another pointer, ldm or layout (" +
-               hex_of(reinterpret_cast<uintptr_t>(n.ptr)) + ", ldm " + std::to_string(n.ldm) +
-               " against " + hex_of(reinterpret_cast<uintptr_t>(mine.ptr)) + ", ldm " +
-               std::to_string(mine.ldm) + ")";
+        why += " with another pointer, ldm or layout (" + hex(reinterpret_cast<uintptr_t>(n.ptr)) +
+               ", ldm " + std::to_string(n.ldm) + " against " +
+               hex(reinterpret_cast<uintptr_t>(mine.ptr)) + ", ldm " + std::to_string(mine.ldm) +
+               ")";
     } else {
       why = "they are at another warp operation";
     }
     fault(t, cudaErrorLaunchFailure,
-          "synccheck: " + site(mine) + ": lanes " + hex_of(agree) + " of warp " +
-              std::to_string(t->warp) + " call it, lanes " + hex_of(~agree & 0xffffffffu) +
+          "synccheck: " + site(mine) + ": lanes " + hex(agree) + " of warp " +
+              std::to_string(t->warp) + " call it, lanes " + hex(~agree & 0xffffffffu) +
               " do not (" + why +
               "): all 32 lanes of a warp must call a wmma operation together, at the same place, "
               "with the same pointer, ldm and layout");
@@ -176,7 +170,7 @@ int wmma_lane_for_access(const WarpMatrixCall& call) {
   if (t->checks & kMemcheck) {
     const uintptr_t a = reinterpret_cast<uintptr_t>(call.ptr);
     if (a % 32 != 0) {
-      const std::string what = "the tile at " + hex_of(a) + " (" + place(t, a) + ")";
+      const std::string what = "the tile at " + hex(a) + " (" + place(t, a) + ")";
       fault(t, cudaErrorMisalignedAddress,
             "memcheck: misaligned " + site(call) + ": " + what +
                 " is not 32-byte aligned; a wmma load or store needs a 256-bit aligned pointer");
@@ -186,7 +180,7 @@ int wmma_lane_for_access(const WarpMatrixCall& call) {
       fault(t, cudaErrorMisalignedAddress,
             "memcheck: misaligned " + site(call) + ": ldm = " + std::to_string(call.ldm) +
                 " is not a multiple of 4 floats (16 bytes), so the tile's " + lines +
-                " after the first do not start 16-byte aligned (the tile at " + hex_of(a) + ", " +
+                " after the first do not start 16-byte aligned (the tile at " + hex(a) + ", " +
                 place(t, a) + ")");
     }
   }
@@ -200,12 +194,12 @@ void wmma_meet(WarpMatrixCall& call) {
     if (w.existing != 0xffffffffu) {
       fault(t, cudaErrorLaunchFailure,
             "synccheck: " + site(call) + ": warp " + std::to_string(t->warp) + " has only lanes " +
-                hex_of(w.existing) + " (the block has " + std::to_string(t->block->nthreads) +
+                hex(w.existing) + " (the block has " + std::to_string(t->block->nthreads) +
                 " threads, not a multiple of 32): a wmma operation needs all 32 lanes of a warp");
     }
     if (w.exited != 0) {
       fault(t, cudaErrorLaunchFailure,
-            "synccheck: " + site(call) + ": lanes " + hex_of(w.exited) + " of warp " +
+            "synccheck: " + site(call) + ": lanes " + hex(w.exited) + " of warp " +
                 std::to_string(t->warp) +
                 " have already returned from the kernel: all 32 lanes of a warp must call a wmma "
                 "operation together");

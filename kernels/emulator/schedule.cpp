@@ -193,16 +193,6 @@ bool prepare_records() {
   return true;
 }
 
-std::string dim_str(uint3 v) {
-  return "(" + std::to_string(v.x) + "," + std::to_string(v.y) + "," + std::to_string(v.z) + ")";
-}
-
-std::string hex(uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
 // "thread (1,0,0) of block (3,0,0)", "several threads of block (3,0,0)", "threads of several
 // blocks", for a record of block `block` and thread `thread1` (index + 1).
 std::string who(const Grid& g, uint32_t block, uint16_t thread1) {

@@ -73,16 +73,6 @@ void free_stack(const Stack& s) {
   munmap(s.lo - page, s.size + page);
 }
 
-std::string dim_str(uint3 v) {
-  return "(" + std::to_string(v.x) + "," + std::to_string(v.y) + "," + std::to_string(v.z) + ")";
-}
-
-std::string hex(uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
 void push_ready(BlockRun& b, uint32_t i) {
   b.threads[i].state = ThreadState::Ready;
   b.ready.push_back(i);
@@ -751,7 +741,6 @@ uint64_t collective(int kind, int op, unsigned mask, uint64_t value, int arg, in
 
 }  // namespace
 
-
 }  // namespace detail
 
 using namespace detail;
@@ -1010,7 +999,6 @@ Stats stats() {
 int worker_threads() { return pool().size(); }
 
 // ---- barriers -------------------------------------------------------------------------------------
-
 
 int block_barrier(BarrierReduce reduce, int predicate, const char* file, int line) {
   Thread* t = current_thread("__syncthreads");
