@@ -23,9 +23,10 @@
 // Shared memory is the thread_local storage of the CPU thread that runs the block (device.h
 // turns __shared__ into thread_local), so the worker knows its range and keeps one RaceCell per
 // byte of it. A cell belongs to one block run (its serial); the block's barrier count (epoch) and
-// each warp's count of full-warp collectives order the accesses: two accesses race unless a
-// barrier lies between them, or they come from lanes of one warp with a __syncwarp (or another
-// full-warp collective) between them.
+// the lanes' clocks of warp collectives (Warp, internal.h) order the accesses: two accesses race
+// unless a barrier lies between them, or they come from lanes of one warp with a __syncwarp (or
+// another warp collective) between them whose mask names both (a chain of such collectives
+// counts too).
 //
 // A report stops the block (the access itself is not made) and fails the launch; see
 // emulator.h for what the user sees.
@@ -168,12 +169,25 @@ void device_access(Thread* t, uintptr_t a, size_t n, bool write, bool aligned, c
 
 // ---- shared memory -----------------------------------------------------------------------------
 
-// Are two accesses of the same block ordered? (epoch, warp epoch) are the block's barrier count
-// and the warp's collective count when each was made.
-bool ordered(uint32_t epoch_a, uint32_t warp_epoch_a, uint32_t thread_a, uint32_t epoch_b,
-             uint32_t warp_epoch_b, uint32_t thread_b) {
-  if (epoch_a != epoch_b) return true;
-  return thread_a / 32 == thread_b / 32 && warp_epoch_a != warp_epoch_b;
+// Is an access that thread_a of t's block made (at the block's barrier count epoch_a, and its
+// lane's clock clock_a: Warp::clock) ordered before t's access now? By a __syncthreads between
+// them, or for two lanes of one warp by a chain of warp collectives (warp_ordered, internal.h):
+// a __syncwarp(mask) orders the lanes its mask names.
+// `epoch` is the block's barrier count now, `w` t's warp.
+inline __attribute__((always_inline)) bool ordered(const Thread* t, uint16_t epoch, const Warp& w,
+                                                   uint16_t epoch_a, uint16_t clock_a,
+                                                   uint32_t thread_a) {
+  if (epoch_a != epoch) return true;
+  return thread_a / 32 == t->warp && warp_ordered(w, thread_a % 32, clock_a, t->lane);
+}
+
+// For a report on two lanes of one warp: what would have ordered them.
+std::string unordered_why(const Thread* t, uint32_t other) {
+  if (other / 32 != t->warp) return "with no __syncthreads between them";
+  return "with no __syncthreads between them, nor a __syncwarp (or another warp collective) "
+         "whose mask names both lanes " +
+         std::to_string(other % 32) + " and " + std::to_string(t->lane) + " of warp " +
+         std::to_string(t->warp);
 }
 
 std::string thread_name(const BlockRun& b, uint32_t linear) {
@@ -191,7 +205,8 @@ void shared_access(Thread* t, RaceCell* cells, const void** pcs, uintptr_t a, si
   const uint16_t me1 = static_cast<uint16_t>(me + 1);
   const auto serial = static_cast<uint32_t>(b.serial);
   const auto epoch = static_cast<uint16_t>(b.epoch);
-  const auto wepoch = static_cast<uint16_t>(b.warps[t->warp].epoch);
+  const Warp& w = b.warps[t->warp];
+  const auto wepoch = static_cast<uint16_t>(w.clock[t->lane]);
   const size_t words = ((a + n - 1) >> 2) - (a >> 2) + 1;
   for (size_t i = 0; i < words; ++i) {
     RaceCell& c = cells[i];
@@ -200,23 +215,28 @@ void shared_access(Thread* t, RaceCell* cells, const void** pcs, uintptr_t a, si
     if (write) {
       if (checks & kRacecheck) {
         if (c.writer != 0 && c.writer != me1 &&
-            !ordered(c.write_epoch, c.write_warp_epoch, c.writer - 1u, epoch, wepoch, me)) {
+            !ordered(t, epoch, w, c.write_epoch, c.write_warp_epoch, c.writer - 1u)) {
           report(t, cudaErrorLaunchFailure,
                  "racecheck: write-after-write hazard on shared memory at " + hex(at) +
                      ": thread " + thread_name(b, me) + " writes the word that thread " +
-                     thread_name(b, c.writer - 1u) + " wrote at " + describe_code(pcs[i]) +
-                     ", with no __syncthreads between them",
+                     thread_name(b, c.writer - 1u) + " wrote at " + describe_code(pcs[i]) + ", " +
+                     unordered_why(t, c.writer - 1u),
                  pc);
         }
         if (c.reader != 0 && c.reader != me1 && c.read_epoch == epoch &&
             (c.reader == kSeveral ||
-             !ordered(c.read_epoch, c.read_warp_epoch, c.reader - 1u, epoch, wepoch, me))) {
+             !ordered(t, epoch, w, c.read_epoch, c.read_warp_epoch, c.reader - 1u))) {
           report(t, cudaErrorLaunchFailure,
                  "racecheck: write-after-read hazard on shared memory at " + hex(at) + ": thread " +
                      thread_name(b, me) + " overwrites a word that " +
                      (c.reader == kSeveral ? std::string("several threads")
                                            : "thread " + thread_name(b, c.reader - 1u)) +
-                     " read since the last __syncthreads: it may not have read it yet on a GPU",
+                     " read since the last __syncthreads" +
+                     (c.reader != kSeveral && (c.reader - 1u) / 32 == t->warp
+                          ? " (and no __syncwarp or other warp collective whose mask names both "
+                            "lanes lies between)"
+                          : std::string()) +
+                     ": it may not have read it yet on a GPU",
                  pc);
         }
       }
@@ -233,12 +253,12 @@ void shared_access(Thread* t, RaceCell* cells, const void** pcs, uintptr_t a, si
                pc);
       }
       if ((checks & kRacecheck) && c.writer != 0 && c.writer != me1 &&
-          !ordered(c.write_epoch, c.write_warp_epoch, c.writer - 1u, epoch, wepoch, me)) {
+          !ordered(t, epoch, w, c.write_epoch, c.write_warp_epoch, c.writer - 1u)) {
         report(t, cudaErrorLaunchFailure,
                "racecheck: read-after-write hazard on shared memory at " + hex(at) +
                    ": thread " + thread_name(b, me) + " reads the word that thread " +
-                   thread_name(b, c.writer - 1u) + " wrote at " + describe_code(pcs[i]) +
-                   ", with no __syncthreads between them (on a GPU it may read the old value)",
+                   thread_name(b, c.writer - 1u) + " wrote at " + describe_code(pcs[i]) + ", " +
+                   unordered_why(t, c.writer - 1u) + " (on a GPU it may read the old value)",
                pc);
       }
       if (c.reader == 0 || c.read_epoch != epoch) {
@@ -489,19 +509,23 @@ std::string describe_address(uintptr_t a, size_t size) {
   return "byte " + std::to_string(a - blk.begin) + " of a " + block_words + " of " + where;
 }
 
-std::string describe_code(const void* pc) {
-  if (pc == nullptr) return "(unknown)";
+namespace {
+
+// Symbolizes pc with addr2line: the source lines (innermost inlined call first) that are ember's,
+// not the standard library's nor the emulator's own launch glue. False when the program has no
+// line information for it; `fallback` then says what is known.
+bool symbolize(const void* pc, std::vector<std::string>* where, std::string* fallback) {
   Dl_info info{};
-  if (dladdr(pc, &info) == 0 || info.dli_fname == nullptr) return hex(reinterpret_cast<uintptr_t>(pc));
+  if (dladdr(pc, &info) == 0 || info.dli_fname == nullptr) {
+    *fallback = hex(reinterpret_cast<uintptr_t>(pc));
+    return false;
+  }
   // The return address points after the call: step back into the instruction that made it.
   uintptr_t offset = reinterpret_cast<uintptr_t>(pc) - 1;
   // Shared objects and position-independent executables are symbolised by offset.
   const auto* ehdr = static_cast<const ElfW(Ehdr)*>(info.dli_fbase);
   if (ehdr != nullptr && ehdr->e_type == ET_DYN) offset -= reinterpret_cast<uintptr_t>(info.dli_fbase);
-  // addr2line -i prints (function, file:line) pairs from the innermost inlined call outwards;
-  // keep the source locations that are ember's (not the standard library's, not the
-  // emulator's own launch glue).
-  std::vector<std::string> where;
+  // addr2line -i prints (function, file:line) pairs from the innermost inlined call outwards.
   const std::string cmd = "addr2line -C -f -i -e '" + std::string(info.dli_fname) + "' " +
                           hex(offset) + " 2>/dev/null";
   if (FILE* p = popen(cmd.c_str(), "r")) {
@@ -516,18 +540,39 @@ std::string describe_code(const void* pc) {
       if (l.rfind("??", 0) == 0 || l.rfind("/usr/", 0) == 0) continue;
       l = relative_path(l.c_str());
       if (l.rfind("kernels/emulator/", 0) == 0) continue;
-      if (where.empty() || where.back() != l) where.push_back(l);
+      if (where->empty() || where->back() != l) where->push_back(l);
     }
     pclose(p);
   }
-  if (where.empty()) {
-    return (info.dli_sname ? std::string(info.dli_sname) : std::string("?")) + " in " +
-           info.dli_fname + " +" + hex(offset) +
-           " (build with -DCMAKE_BUILD_TYPE=RelWithDebInfo for the source line)";
-  }
+  if (!where->empty()) return true;
+  *fallback = (info.dli_sname ? std::string(info.dli_sname) : std::string("?")) + " in " +
+              info.dli_fname + " +" + hex(offset) +
+              " (build with -DCMAKE_BUILD_TYPE=RelWithDebInfo for the source line)";
+  return false;
+}
+
+}  // namespace
+
+std::string describe_code(const void* pc) {
+  if (pc == nullptr) return "(unknown)";
+  std::vector<std::string> where;
+  std::string fallback;
+  if (!symbolize(pc, &where, &fallback)) return fallback;
   std::string text = where[0];
   for (size_t i = 1; i < where.size() && i < 3; ++i) text += (i == 1 ? ", called from " : ", from ") + where[i];
   return text;
+}
+
+const std::vector<std::string>& source_chain(const void* pc) {
+  static std::mutex mu;
+  static auto* cache = new std::map<const void*, std::vector<std::string>>();  // never destroyed
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache->find(pc);
+  if (it != cache->end()) return it->second;
+  std::vector<std::string> where;
+  std::string fallback;
+  if (pc == nullptr || !symbolize(pc, &where, &fallback)) where.clear();
+  return (*cache)[pc] = std::move(where);  // std::map: the reference stays valid
 }
 
 void init_worker_tls(Worker& w) {

@@ -82,13 +82,16 @@ enum class ShuffleKind { Index, Up, Down, Xor };
 enum class VoteKind { Any, All, Ballot };
 enum class BarrierReduce { None, Count, And, Or };
 
-// Each takes the call site (file, line) for the synccheck messages.
+// Each takes the call site (file, line) for the synccheck messages. block_barrier and
+// active_mask also tell one call from another by their own return address, a place in the
+// kernel's code: the wrappers below are always inlined, and end with an empty asm so that the
+// call is never a tail call (whose return address would be the kernel's caller's).
 int block_barrier(BarrierReduce reduce, int predicate, const char* file, int line);
 void warp_barrier(unsigned mask, const char* file, int line);
 uint64_t warp_shuffle(ShuffleKind kind, unsigned mask, uint64_t bits, int lane_or_delta, int width,
                       const char* file, int line);
 unsigned warp_vote(VoteKind kind, unsigned mask, int predicate, const char* file, int line);
-unsigned active_mask();
+unsigned active_mask(const char* file, int line);
 [[noreturn]] void trap(const char* file, int line);
 
 // Bytes of the dynamic shared memory the current block was launched with.
@@ -107,26 +110,47 @@ void note_stride_passes(int64_t passes);
 
 #define EMBER_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::ember::emu::dynamic_shared_memory())
 
-inline void __syncthreads(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+#define EMBER_EMU_NO_TAIL_CALL() asm volatile("")
+__attribute__((always_inline)) inline void __syncthreads(const char* file = __builtin_FILE(),
+                                                         int line = __builtin_LINE()) {
   ::ember::emu::block_barrier(::ember::emu::BarrierReduce::None, 0, file, line);
+  EMBER_EMU_NO_TAIL_CALL();
 }
-inline int __syncthreads_count(int predicate, const char* file = __builtin_FILE(),
-                               int line = __builtin_LINE()) {
-  return ::ember::emu::block_barrier(::ember::emu::BarrierReduce::Count, predicate, file, line);
+__attribute__((always_inline)) inline int __syncthreads_count(int predicate,
+                                                              const char* file = __builtin_FILE(),
+                                                              int line = __builtin_LINE()) {
+  const int r =
+      ::ember::emu::block_barrier(::ember::emu::BarrierReduce::Count, predicate, file, line);
+  EMBER_EMU_NO_TAIL_CALL();
+  return r;
 }
-inline int __syncthreads_and(int predicate, const char* file = __builtin_FILE(),
-                             int line = __builtin_LINE()) {
-  return ::ember::emu::block_barrier(::ember::emu::BarrierReduce::And, predicate, file, line);
+__attribute__((always_inline)) inline int __syncthreads_and(int predicate,
+                                                            const char* file = __builtin_FILE(),
+                                                            int line = __builtin_LINE()) {
+  const int r =
+      ::ember::emu::block_barrier(::ember::emu::BarrierReduce::And, predicate, file, line);
+  EMBER_EMU_NO_TAIL_CALL();
+  return r;
 }
-inline int __syncthreads_or(int predicate, const char* file = __builtin_FILE(),
-                            int line = __builtin_LINE()) {
-  return ::ember::emu::block_barrier(::ember::emu::BarrierReduce::Or, predicate, file, line);
+__attribute__((always_inline)) inline int __syncthreads_or(int predicate,
+                                                           const char* file = __builtin_FILE(),
+                                                           int line = __builtin_LINE()) {
+  const int r = ::ember::emu::block_barrier(::ember::emu::BarrierReduce::Or, predicate, file, line);
+  EMBER_EMU_NO_TAIL_CALL();
+  return r;
 }
 inline void __syncwarp(unsigned mask = 0xffffffffu, const char* file = __builtin_FILE(),
                        int line = __builtin_LINE()) {
   ::ember::emu::warp_barrier(mask, file, line);
 }
-inline unsigned __activemask() { return ::ember::emu::active_mask(); }
+// The lanes converged with the caller: those at the same __activemask() call from the same warp
+// synchronization (docs/emulator.md, "Warps and barriers"), not every live lane.
+__attribute__((always_inline)) inline unsigned __activemask(const char* file = __builtin_FILE(),
+                                                            int line = __builtin_LINE()) {
+  const unsigned r = ::ember::emu::active_mask(file, line);
+  EMBER_EMU_NO_TAIL_CALL();
+  return r;
+}
 [[noreturn]] inline void __trap(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   ::ember::emu::trap(file, line);
 }

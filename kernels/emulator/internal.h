@@ -262,6 +262,10 @@ std::string sticky_report(int device);
 std::string describe_address(uintptr_t a, size_t size);
 // Source location of a code address ("kernels/cuda/reduce.cu:123 in reduce_rows_kernel<...>").
 std::string describe_code(const void* pc);
+// The source lines of a code address from the innermost inlined call outwards, ember's own only
+// ("tests/emulator/kernels_warp.cu:20", "tests/emulator/kernels_warp.cu:45", ...), looked up once
+// per address and kept; empty when the program has no line information for it.
+const std::vector<std::string>& source_chain(const void* pc);
 // Copies that the host's AddressSanitizer (if the program has one) does not intercept.
 void raw_copy(void* dst, const void* src, size_t n);
 void raw_fill(void* dst, int value, size_t n);
@@ -285,7 +289,9 @@ struct Grid;
 struct BlockRun;
 struct Worker;
 
-enum class ThreadState : uint8_t { Ready, Running, AtBarrier, AtWarp, Done };
+// AtActiveMask: at an __activemask() call, waiting for the lanes of its warp that may still join
+// it (scheduler.cpp, "__activemask").
+enum class ThreadState : uint8_t { Ready, Running, AtBarrier, AtWarp, AtActiveMask, Done };
 
 struct Stack {
   char* lo = nullptr;
@@ -343,22 +349,87 @@ enum AccessKind { kGlobalRead = 0, kGlobalWrite = 1, kSharedRead = 2, kSharedWri
 void add_block_counts(const BlockRun& b);
 void count_launch();  // one more kernel counted
 
-// A warp's pending collective: what it is, which lanes it waits for, what they brought.
-struct Warp {
-  unsigned existing = 0;   // lanes that exist (the last warp of a block may be partial)
-  unsigned exited = 0;
-  unsigned arrived = 0;
+// A warp collective some lanes wait at: what it is, which lanes it waits for, which have come.
+struct PendingCollective {
   unsigned mask = 0;
-  int kind = 0;            // 0 none, 1 syncwarp, 2 shuffle, 3 vote
+  unsigned arrived = 0;
+  int kind = 0;            // 1 syncwarp, 2 shuffle, 3 vote
   int op = 0;              // ShuffleKind / VoteKind
   int width = 32;
   const char* file = nullptr;
   int line = 0;
-  uint32_t epoch = 0;      // full-warp collectives completed (orders the lanes' accesses)
-  uint64_t value[32] = {};
-  int arg[32] = {};
-  uint64_t result[32] = {};
 };
+
+// One warp of a block. Lanes in divergent branches may wait at several collectives at once
+// (lanes 0-15 at one __shfl_sync(0x0000ffff), lanes 16-31 at another with 0xffff0000), each in a
+// slot of its own; one mask, one collective. `value`, `arg` and `result` are per lane (a lane
+// waits at one collective at a time).
+//
+// The order the collectives make (racecheck, globalrace): a lane's `clock` counts the collectives
+// it completed; an access a lane made at clock c is ordered before what lane b does now when b
+// knows of a later clock of that lane, through a chain of collectives that both took part in:
+// `full_seen` for collectives of every live lane (they tell everyone), `seen` (a 32 x 32 vector
+// clock: row b, column a) for those of fewer lanes, such as __syncwarp(0x0000ffff).
+//
+// __activemask() (scheduler.cpp): `sync_serial` names each lane's last warp synchronization (a
+// collective it completed, the block's start or a __syncthreads), numbered by `syncs`, which
+// runs on from block to block; the lane's __activemask calls are counted since then.
+struct Warp {
+  unsigned existing = 0;  // lanes that exist (the last warp of a block may be partial)
+  unsigned exited = 0;
+  unsigned pending_lanes = 0;  // the lanes some pending collective's mask names
+  uint32_t slots_used = 0;     // bit s: slot[s] holds a pending collective
+  bool partial = false;        // `seen` holds this block run's partial collectives
+  uint32_t clock[32];          // (read by the checkers on every access: kept near the top)
+  uint32_t full_seen[32];
+  std::vector<uint32_t> seen;  // 32 x 32, made and cleared on the first partial collective
+  PendingCollective slot[32];
+  uint64_t value[32];
+  int arg[32];
+  uint64_t result[32];
+  uint32_t syncs = 0;
+  uint32_t sync_serial[32] = {};
+  uint32_t activemask_serial[32] = {};  // the sync_serial the lane's count below belongs to
+  uint32_t activemask_calls[32] = {};
+  const void* activemask_pc[32] = {};  // the call a lane waits at
+  unsigned activemask_result[32] = {};
+  unsigned activemask_waiting = 0;  // lanes waiting in __activemask()
+  // The last collectives completed, by sync serial modulo 32 (for synccheck's reports: which
+  // collective a lane took part in last).
+  struct Completed {
+    uint32_t serial = 0;
+    int kind = 0, op = 0;
+    unsigned mask = 0;
+    const char* file = nullptr;
+    int line = 0;
+  } completed[32];
+
+  // A fresh warp for a new block run (the per-lane arrays of collectives need no clearing).
+  void reset(unsigned lanes) {
+    existing = lanes;
+    exited = 0;
+    pending_lanes = 0;
+    slots_used = 0;
+    partial = false;
+    activemask_waiting = 0;
+    const uint32_t start = ++syncs;  // the launch: every lane of a warp starts together
+    for (int l = 0; l < 32; ++l) {
+      clock[l] = full_seen[l] = 0;
+      sync_serial[l] = start;
+    }
+  }
+};
+
+// Is an access that lane `a` of warp w made when its clock was `clock_a` (modulo 2^16, as the
+// checkers' records keep it) ordered before what lane `b` of the same warp does now, by the
+// collectives between them?
+inline bool warp_ordered(const Warp& w, uint32_t a, uint16_t clock_a, uint32_t b) {
+  uint32_t known = w.full_seen[a];
+  if (w.partial && w.seen[b * 32 + a] > known) known = w.seen[b * 32 + a];
+  // known - clock_a in 1 .. 2^15: lane a completed a collective after its access, and b knows.
+  const auto d = static_cast<uint16_t>(static_cast<uint16_t>(known) - clock_a);
+  return static_cast<uint16_t>(d - 1u) < 0x8000u;
+}
 
 struct BlockRun {
   Grid* grid = nullptr;
@@ -375,6 +446,8 @@ struct BlockRun {
   size_t ready_head = 0;
   uint32_t done = 0;
   uint32_t at_barrier = 0;
+  // The __syncthreads the waiting threads are at: the first one's code address and source line.
+  const void* barrier_pc = nullptr;
   const char* barrier_file = nullptr;
   int barrier_line = 0;
   BarrierReduce barrier_reduce = BarrierReduce::None;
@@ -387,7 +460,7 @@ struct BlockRun {
 // Racecheck's record of the last accesses to one 4-byte word of shared memory in this block,
 // 16 bytes: the block it belongs to (a cell of another block means "untouched here"), the last
 // writer and reader (thread index + 1; 0 none; kSeveral for "more than one reader") and when
-// they came (the block's barrier count and the warp's collective count, modulo 2^16). The
+// they came (the block's barrier count and the lane's clock, Warp::clock, modulo 2^16). The
 // writer's code address is kept beside, in Worker::write_pcs, for the report.
 struct RaceCell {
   uint32_t serial;

@@ -19,13 +19,14 @@
 // globalrace. One record per 4-byte word of device memory (48 bytes, in an address range reserved
 // beside the device arenas and touched only where kernels touch memory) keeps the last write
 // and the last read of the word in the current launch: which block and thread, the block's
-// barrier count and the warp's collective count at the time, whether the write was atomic, which
-// bytes of the word, and the code address. Two accesses are ordered when they come from the same
-// thread, or from one block with a __syncthreads between them, or from lanes of one warp with a
-// full-warp collective between them. Blocks of one launch are never ordered (a __threadfence
-// orders a thread's own accesses, not one block after another). A new access that meets an
-// unordered record of another thread — one of the two writing, not both atomic — is a race.
-// Records of an earlier launch count as empty: the launch boundary orders everything.
+// barrier count and the lane's count of warp collectives at the time, whether the write was
+// atomic, which bytes of the word, and the code address. Two accesses are ordered when they come
+// from the same thread, or from one block with a __syncthreads between them, or from lanes of one
+// warp with a __syncwarp (or another collective) between them whose mask names both. Blocks of
+// one launch are never ordered (a __threadfence orders a thread's own accesses, not one block
+// after another). A new access that meets an unordered record of another thread — one of the
+// two writing, not both atomic — is a race. Records of an earlier launch count as empty: the
+// launch boundary orders everything.
 #include <sys/mman.h>
 
 #include <cstdio>
@@ -130,7 +131,7 @@ struct GlobalCell {
   uint32_t write_block, read_block;  // the block's index in the grid, or kSeveralBlocks
   uint16_t writer, reader;           // thread index in its block + 1 (0: none), kSeveralThreads
   uint16_t write_epoch, read_epoch;  // the block's __syncthreads count, modulo 2^16
-  uint16_t write_warp_epoch, read_warp_epoch;  // the warp's full-warp collectives, modulo 2^16
+  uint16_t write_warp_epoch, read_warp_epoch;  // the lane's clock (Warp::clock), modulo 2^16
   const void* write_pc;
   const void* read_pc;
 };
@@ -219,7 +220,7 @@ std::string race_text(const Thread* t, uintptr_t word, const char* hazard, const
          describe_code(other_pc) + " in this launch, and nothing orders the two: " +
          (same_block
               ? "threads of one block are ordered only by a __syncthreads between them (lanes "
-                "of one warp also by __syncwarp or a full-warp collective)"
+                "of one warp also by a __syncwarp or other warp collective whose mask names both)"
               : "blocks of one launch run in no fixed order, and neither a barrier nor "
                 "__threadfence orders one block after another (give each block its own words, "
                 "make both accesses atomic, or split the work into two launches)") +
@@ -290,13 +291,16 @@ void global_access(Thread* t, uintptr_t a, size_t n, bool write, bool atomic, co
   const auto block = static_cast<uint32_t>(b.linear);
   const auto me1 = static_cast<uint16_t>(t->linear + 1);
   const auto epoch = static_cast<uint16_t>(b.epoch);
-  const auto wepoch = static_cast<uint16_t>(b.warps[t->warp].epoch);
-  // Is a recorded access (block, thread + 1, epochs) ordered before this one?
+  const Warp& w = b.warps[t->warp];
+  const auto wepoch = static_cast<uint16_t>(w.clock[t->lane]);
+  // Is a recorded access (block, thread + 1, barrier count, lane clock) ordered before this one?
   const auto ordered = [&](uint32_t rb, uint16_t rt1, uint16_t re, uint16_t rwe) {
     if (rb != block) return false;  // blocks of one launch: never
     if (rt1 == me1) return true;    // the same thread: program order
     if (re != epoch) return true;   // a __syncthreads lies between them
-    return rt1 != kSeveralThreads && (rt1 - 1u) / 32 == t->linear / 32 && rwe != wepoch;
+    // Two lanes of one warp: a chain of warp collectives whose masks name them (__syncwarp).
+    return rt1 != kSeveralThreads && (rt1 - 1u) / 32 == t->warp &&
+           warp_ordered(w, (rt1 - 1u) % 32, rwe, t->lane);
   };
   const uintptr_t off = a - gl.device_lo;
   const size_t first = off >> 2, last = (off + n - 1) >> 2;

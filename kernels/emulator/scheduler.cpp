@@ -12,9 +12,12 @@
 //
 // A warp collective (__shfl_down_sync, __ballot_sync, __syncwarp) works the same way for the
 // lanes its mask names: each lane leaves its value and waits; the lane that completes the set
-// computes every lane's result, as the hardware does in one instruction. When no thread can run
-// but some have not finished, the block is deadlocked on a GPU too (a barrier that some threads
-// never reach, a mask naming a lane that left): synccheck says which threads wait where.
+// computes every lane's result, as the hardware does in one instruction. Lanes in divergent
+// branches may wait at collectives with disjoint masks at once. A barrier is its dynamic
+// instance (the k-th __syncthreads each thread reaches); __activemask() waits for the lanes that
+// may still join it at the same call. When no thread can run but some have not finished, the
+// block is deadlocked on a GPU too (a barrier that some threads never reach, a mask naming a lane
+// that left): synccheck says which threads wait where.
 //
 // What this cannot show: the order in which a GPU really interleaves warps. By default threads
 // run in a fixed order between synchronisation points; racecheck and globalrace (checks.cpp,
@@ -250,7 +253,82 @@ namespace {
 
 // ---- the thread's life ------------------------------------------------------------------------------
 
-void resolve_warp(Thread* t, Warp& w);
+void resolve_warp(Thread* t, Warp& w, int slot);
+const char* collective_name(int kind, int op);
+
+// The lanes some pending collective of w names (masks of pending collectives may overlap).
+void update_pending_lanes(Warp& w) {
+  unsigned lanes = 0;
+  for (uint32_t used = w.slots_used; used != 0; used &= used - 1)
+    lanes |= w.slot[__builtin_ctz(used)].mask;
+  w.pending_lanes = lanes;
+}
+
+// ---- __activemask ----------------------------------------------------------------------------
+//
+// On a GPU __activemask() returns the lanes that execute the call together with the caller: the
+// lanes of its side of a branch, not every live lane. Convergence is never promised, so any
+// subset that holds the caller is a legal answer. The emulator answers with the lanes that are
+// provably at the same point, and no more:
+//
+//   the same call              the same code address (the other side of an `if` is another one)
+//   from the same warp sync    the lane's last warp synchronization (a collective it completed,
+//                              the block's start, a __syncthreads) is the same one
+//                              (Warp::sync_serial): lanes that synchronized apart are not assumed
+//                              to have met again, though a GPU has often reconverged them
+//   the same round             as many __activemask calls since (a loop's iterations differ)
+//
+// A lane waits in __activemask() until no other lane of its warp can still join it (every one
+// waits elsewhere — another call, a barrier, a collective — or has returned), so the answer is
+// the same under every schedule.
+
+// Can a lane of warp k that is not waiting in __activemask() still run?
+bool warp_lane_can_run(const BlockRun& b, uint32_t k) {
+  const Warp& w = b.warps[k];
+  for (unsigned lanes = w.existing & ~w.exited & ~w.activemask_waiting; lanes != 0;
+       lanes &= lanes - 1) {
+    const ThreadState s = b.threads[k * 32 + static_cast<uint32_t>(__builtin_ctz(lanes))].state;
+    if (s == ThreadState::Ready || s == ThreadState::Running) return true;
+  }
+  return false;
+}
+
+// Answers every lane of warp k that waits in __activemask(), by the groups above; all but
+// `self` become ready (self carries on).
+void answer_activemask(BlockRun& b, uint32_t k, Thread* self) {
+  Warp& w = b.warps[k];
+  const unsigned waiting = w.activemask_waiting;
+  w.activemask_waiting = 0;
+  for (unsigned left = waiting; left != 0;) {
+    const int first = __builtin_ctz(left);
+    unsigned group = 0;
+    for (unsigned m = left; m != 0; m &= m - 1) {
+      const int l = __builtin_ctz(m);
+      if (w.activemask_pc[l] == w.activemask_pc[first] &&
+          w.sync_serial[l] == w.sync_serial[first] &&
+          w.activemask_calls[l] == w.activemask_calls[first]) {
+        group |= 1u << l;
+      }
+    }
+    left &= ~group;
+    for (unsigned m = group; m != 0; m &= m - 1) w.activemask_result[__builtin_ctz(m)] = group;
+  }
+  for (unsigned m = waiting; m != 0; m &= m - 1) {
+    Thread& o = b.threads[k * 32 + static_cast<uint32_t>(__builtin_ctz(m))];
+    if (&o == self) o.state = ThreadState::Running;
+    else push_ready(b, o.linear);
+  }
+}
+
+// t has just stopped running (it waits at a barrier or collective, or returned): the lanes of its
+// warp waiting in __activemask() get their answer if no lane can join them any more.
+void settle_activemask(Thread* t) {
+  BlockRun& b = *t->block;
+  if (b.warps[t->warp].activemask_waiting != 0 && !warp_lane_can_run(b, t->warp))
+    answer_activemask(b, t->warp, nullptr);
+}
+
+// ---- barriers -------------------------------------------------------------------------------
 
 // Opens the block's barrier: every waiting thread gets the barrier's result (for
 // __syncthreads_count, _and, _or: computed now, over the threads that took part, since threads
@@ -272,12 +350,54 @@ void open_barrier(BlockRun& b, Thread* self) {
   }
   b.at_barrier = 0;
   ++b.epoch;
+  for (uint32_t k = 0; k < (b.nthreads + 31) / 32; ++k) {  // every thread synchronized here
+    Warp& w = b.warps[k];
+    const uint32_t serial = ++w.syncs;
+    for (int l = 0; l < 32; ++l) w.sync_serial[l] = serial;
+  }
   for (uint32_t i = 0; i < b.nthreads; ++i) {
     Thread& o = b.threads[i];
     if (o.state != ThreadState::AtBarrier) continue;
     o.barrier_predicate = result;
     if (&o != self) push_ready(b, i);
   }
+}
+
+// A barrier is identified by its dynamic instance: the k-th __syncthreads each thread of the
+// block reaches is the k-th barrier (the block's barrier count is k - 1 while they wait). The
+// call site only tells whether the threads at one instance are where they should be: all at the
+// same __syncthreads. The same code address is; another source line is not; the same line at
+// another address is a copy the compiler made of one call (the same barrier) unless the calls
+// that led there differ: a helper function with a barrier, inlined at two call sites.
+bool same_barrier_site(const BlockRun& b, const void* pc, const char* file, int line) {
+  if (line != b.barrier_line) return false;
+  if (file != b.barrier_file && std::strcmp(file, b.barrier_file) != 0) return false;
+  if (pc == b.barrier_pc) return true;
+  const std::vector<std::string>& mine = source_chain(pc);
+  const std::vector<std::string>& first = source_chain(b.barrier_pc);
+  return mine.empty() || first.empty() || mine == first;  // without line information: the line
+}
+
+// "tests/emulator/kernels_warp.cu:20, called from tests/emulator/kernels_warp.cu:45" (the calls
+// that led to a __syncthreads), or its file:line when the program has no line information.
+std::string barrier_site(const void* pc, const char* file, int line) {
+  const std::vector<std::string>& chain = source_chain(pc);
+  if (chain.empty()) return relative_path(file) + ":" + std::to_string(line);
+  std::string text = chain[0];
+  for (size_t i = 1; i < chain.size() && i < 3; ++i)
+    text += (i == 1 ? ", called from " : ", from ") + chain[i];
+  return text;
+}
+
+// "1st", "2nd", "3rd", "4th", ..., "11th", "12th", "13th", "21st", ...
+std::string ordinal(uint64_t n) {
+  const char* suffix = "th";
+  if (n % 100 < 11 || n % 100 > 13) {
+    if (n % 10 == 1) suffix = "st";
+    if (n % 10 == 2) suffix = "nd";
+    if (n % 10 == 3) suffix = "rd";
+  }
+  return std::to_string(n) + suffix;
 }
 
 // Bookkeeping when a CUDA thread returns from the kernel.
@@ -289,27 +409,46 @@ void thread_exit(Thread* t) {
   Warp& w = b.warps[t->warp];
   const unsigned bit = 1u << t->lane;
   w.exited |= bit;
-  if (w.arrived != 0 && (w.mask & bit) && !(w.arrived & bit)) {
-    if (sync) {
-      fault(t, cudaErrorLaunchFailure,
-            "synccheck: thread " + dim_str(t->idx) + " (lane " + std::to_string(t->lane) +
-                ") returned while lanes of its warp wait for it at the warp operation at " +
-                relative_path(w.file) + ":" + std::to_string(w.line) + " (mask " + hex(w.mask) +
-                "): every lane a mask names must take part");
+  if (w.pending_lanes & bit) {  // lanes wait for it at a collective (it has not arrived: it ran)
+    for (uint32_t used = w.slots_used; used != 0; used &= used - 1) {
+      const int s = __builtin_ctz(used);
+      PendingCollective& c = w.slot[s];
+      if (!(c.mask & bit)) continue;
+      if (sync) {
+        std::string why;
+        const Warp::Completed& last = w.completed[w.sync_serial[t->lane] % 32];
+        if (last.serial == w.sync_serial[t->lane] && (last.mask & c.mask) != 0 &&
+            last.mask != c.mask) {
+          why = "; it took part in " + std::string(collective_name(last.kind, last.op)) + " at " +
+                relative_path(last.file) + ":" + std::to_string(last.line) + " with the mask " +
+                hex(last.mask) +
+                " instead, which overlaps that mask but differs: lanes that meet at one "
+                "operation must all name the same mask (give the two groups disjoint masks, or "
+                "one mask for all)";
+        }
+        fault(t, cudaErrorLaunchFailure,
+              "synccheck: thread " + dim_str(t->idx) + " (lane " + std::to_string(t->lane) +
+                  ") returned while lanes of its warp wait for it at the warp operation at " +
+                  relative_path(c.file) + ":" + std::to_string(c.line) + " (mask " + hex(c.mask) +
+                  "): every lane a mask names must take part" + why);
+      }
+      c.mask &= ~bit;  // without synccheck: the exited lane simply drops out
+      if (c.arrived == c.mask) resolve_warp(t, w, s);
     }
-    w.mask &= ~bit;  // without synccheck: the exited lane simply drops out
-    if (w.arrived == w.mask) resolve_warp(t, w);
+    update_pending_lanes(w);
   }
   if (b.at_barrier > 0) {
     if (sync) {
       fault(t, cudaErrorLaunchFailure,
             "synccheck: thread " + dim_str(t->idx) + " returned while threads " +
                 thread_list(b, ThreadState::AtBarrier) + " wait at the __syncthreads at " +
-                relative_path(b.barrier_file) + ":" + std::to_string(b.barrier_line) +
-                ": a barrier must be reached by every thread of the block");
+                barrier_site(b.barrier_pc, b.barrier_file, b.barrier_line) + " (the block's " +
+                ordinal(b.epoch + 1) +
+                " barrier): a barrier must be reached by every thread of the block");
     }
     if (b.at_barrier + b.done == b.nthreads) open_barrier(b, nullptr);  // exited = arrived
   }
+  settle_activemask(t);
 }
 
 // A fiber runs one CUDA thread after another: when its thread returns and the next thread in
@@ -371,10 +510,10 @@ void run_block(Worker& w, Grid& g, uint64_t linear) {
   b.threads.resize(n);
   w.free_stacks = w.stacks;  // no fiber of an earlier block is ever resumed
   const uint32_t nwarps = (n + 31) / 32;
-  b.warps.assign(nwarps, Warp{});
+  if (b.warps.size() < nwarps) b.warps.resize(nwarps);  // kept from block to block: reset()
   for (uint32_t k = 0; k < nwarps; ++k) {
     const uint32_t lanes = std::min<uint32_t>(32, n - k * 32);
-    b.warps[k].existing = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1);
+    b.warps[k].reset(lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1));
   }
   Globals& gl = globals();
   Arena& own = *gl.devices[static_cast<size_t>(g.device)]->arena;
@@ -439,13 +578,16 @@ void run_block(Worker& w, Grid& g, uint64_t linear) {
        << ") can never finish (a GPU would hang):";
     if (b.at_barrier > 0)
       os << "\n  threads " << thread_list(b, ThreadState::AtBarrier) << " wait at the __syncthreads at "
-         << relative_path(b.barrier_file) << ":" << b.barrier_line;
-    for (uint32_t k = 0; k < b.warps.size(); ++k) {
+         << barrier_site(b.barrier_pc, b.barrier_file, b.barrier_line) << " (the block's "
+         << ordinal(b.epoch + 1) << " barrier)";
+    for (uint32_t k = 0; k < nwarps; ++k) {
       const Warp& wp = b.warps[k];
-      if (wp.arrived == 0) continue;
-      os << "\n  warp " << k << ": lanes " << hex(wp.arrived) << " wait at the warp operation at "
-         << relative_path(wp.file) << ":" << wp.line << " for lanes " << hex(wp.mask & ~wp.arrived)
-         << " of its mask " << hex(wp.mask);
+      for (uint32_t used = wp.slots_used; used != 0; used &= used - 1) {
+        const PendingCollective& c = wp.slot[__builtin_ctz(used)];
+        os << "\n  warp " << k << ": lanes " << hex(c.arrived) << " wait at the warp operation at "
+           << relative_path(c.file) << ":" << c.line << " for lanes " << hex(c.mask & ~c.arrived)
+           << " of its mask " << hex(c.mask);
+      }
     }
     record_fault(g, cudaErrorLaunchFailure, os.str());
     return;
@@ -626,49 +768,89 @@ int shuffle_source(ShuffleKind kind, int l, int arg, int width) {
   return l;
 }
 
-void resolve_warp(Thread* t, Warp& w) {
+// Completes the collective in w.slot[s]: computes every lane's result, moves the order it makes
+// forward (racecheck, globalrace: each lane's clock, and what each lane knows of the others'),
+// and makes its lanes ready, except t, which carries on.
+void resolve_warp(Thread* t, Warp& w, int s) {
   BlockRun& b = *t->block;
   const bool sync = (t->checks & kSynccheck) != 0;
-  if (w.kind == kShuffle) {
+  PendingCollective& c = w.slot[s];
+  const unsigned lanes = c.mask;
+  if (c.kind == kShuffle) {
     for (int l = 0; l < 32; ++l) {
-      if (!(w.mask & (1u << l))) continue;
-      const int s = shuffle_source(static_cast<ShuffleKind>(w.op), l, w.arg[l], w.width);
-      if (!(w.mask & (1u << s))) {
+      if (!(lanes & (1u << l))) continue;
+      const int src = shuffle_source(static_cast<ShuffleKind>(c.op), l, w.arg[l], c.width);
+      if (!(lanes & (1u << src))) {
         if (sync) {
           fault(t, cudaErrorLaunchFailure,
-                "synccheck: " + std::string(collective_name(w.kind, w.op)) + " at " +
-                    relative_path(w.file) + ":" + std::to_string(w.line) + ": lane " +
-                    std::to_string(l) + " reads lane " + std::to_string(s) +
-                    ", which is not in the mask " + hex(w.mask) +
-                    " (the value it gets on a GPU is undefined)");
+                "synccheck: " + std::string(collective_name(c.kind, c.op)) + " at " +
+                    relative_path(c.file) + ":" + std::to_string(c.line) + ": lane " +
+                    std::to_string(l) + " reads lane " + std::to_string(src) +
+                    ", which is not in the mask " + hex(lanes) +
+                    ": the value it gets on a GPU is undefined. Read only lanes the mask names "
+                    "(a mask from __activemask() names only the lanes converged with the caller, "
+                    "such as those on its side of a branch)");
         }
         w.result[l] = w.value[l];
       } else {
-        w.result[l] = w.value[s];
+        w.result[l] = w.value[src];
       }
     }
-  } else if (w.kind == kVote) {
+  } else if (c.kind == kVote) {
     unsigned ballot = 0;
     for (int l = 0; l < 32; ++l)
-      if ((w.mask & (1u << l)) && w.arg[l] != 0) ballot |= 1u << l;
+      if ((lanes & (1u << l)) && w.arg[l] != 0) ballot |= 1u << l;
     uint64_t r = 0;
-    switch (static_cast<VoteKind>(w.op)) {
+    switch (static_cast<VoteKind>(c.op)) {
       case VoteKind::Ballot: r = ballot; break;
       case VoteKind::Any: r = ballot != 0; break;
-      case VoteKind::All: r = ballot == w.mask; break;
+      case VoteKind::All: r = ballot == lanes; break;
     }
     for (int l = 0; l < 32; ++l)
-      if (w.mask & (1u << l)) w.result[l] = r;  // lanes outside it may wait for another vote
+      if (lanes & (1u << l)) w.result[l] = r;  // lanes outside it may wait for another vote
   }
-  if (w.mask == (w.existing & ~w.exited)) ++w.epoch;  // every live lane synchronised
-  for (int l = 0; l < 32; ++l) {
-    const uint32_t i = t->warp * 32 + static_cast<uint32_t>(l);
-    if ((w.arrived & (1u << l)) && i != t->linear) push_ready(b, i);
+  // The order: the lanes' clocks move on. A collective of every live lane tells everyone where
+  // every lane's clock stands (full_seen, as a __syncwarp() does); one of fewer lanes, such as
+  // __syncwarp(0x0000ffff), joins only its lanes' knowledge (the vector clock `seen`). For
+  // __activemask, the lanes synchronized here, together.
+  const uint32_t serial = ++w.syncs;
+  w.completed[serial % 32] = Warp::Completed{serial, c.kind, c.op, lanes, c.file, c.line};
+  for (unsigned m = lanes; m != 0; m &= m - 1) {
+    const int l = __builtin_ctz(m);
+    ++w.clock[l];
+    w.sync_serial[l] = serial;
   }
-  w.arrived = 0;
-  w.kind = kNone;
+  if (lanes == (w.existing & ~w.exited)) {
+    for (int l = 0; l < 32; ++l) w.full_seen[l] = w.clock[l];
+  } else {
+    if (!w.partial) {
+      w.partial = true;
+      w.seen.assign(32 * 32, 0);
+    }
+    uint32_t joined[32] = {};
+    for (unsigned m = lanes; m != 0; m &= m - 1) {
+      const uint32_t* row = &w.seen[static_cast<size_t>(__builtin_ctz(m)) * 32];
+      for (int a = 0; a < 32; ++a) joined[a] = std::max(joined[a], row[a]);
+    }
+    for (unsigned m = lanes; m != 0; m &= m - 1) {
+      const int l = __builtin_ctz(m);
+      joined[l] = std::max(joined[l], w.clock[l]);
+    }
+    for (unsigned m = lanes; m != 0; m &= m - 1)
+      std::memcpy(&w.seen[static_cast<size_t>(__builtin_ctz(m)) * 32], joined, sizeof joined);
+  }
+  const unsigned arrived = c.arrived;
+  w.slots_used &= ~(1u << s);
+  update_pending_lanes(w);
+  for (unsigned m = arrived; m != 0; m &= m - 1) {
+    const uint32_t i = t->warp * 32 + static_cast<uint32_t>(__builtin_ctz(m));
+    if (i != t->linear) push_ready(b, i);
+  }
 }
 
+// A warp collective (__syncwarp, a shuffle, a vote) by the current lane. Lanes in divergent
+// branches may use collectives with disjoint masks at the same time: each mask is a collective of
+// its own (a slot of the warp), which completes when the lanes it names have arrived.
 uint64_t collective(int kind, int op, unsigned mask, uint64_t value, int arg, int width,
                     const char* file, int line) {
   Thread* t = current_thread(collective_name(kind, op));
@@ -709,32 +891,93 @@ uint64_t collective(int kind, int op, unsigned mask, uint64_t value, int arg, in
     fault(t, cudaErrorLaunchFailure, site() + ": width " + std::to_string(width) +
                                          " is not a power of two from 1 to 32");
   }
-  if (w.arrived == 0) {
-    w.kind = kind;
-    w.op = op;
-    w.mask = mask;
-    w.width = width;
-    w.file = file;
-    w.line = line;
-  } else if (w.kind != kind || w.op != op || w.mask != mask || (kind == kShuffle && w.width != width)) {
-    fault(t, cudaErrorLaunchFailure,
-          "synccheck: lanes of warp " + std::to_string(t->warp) + " meet at different warp "
-          "operations: lane " + std::to_string(t->lane) + " at " + site() + " (mask " + hex(mask) +
-          "), lanes " + hex(w.arrived) + " at " + collective_name(w.kind, w.op) + " at " +
-          relative_path(w.file) + ":" + std::to_string(w.line) + " (mask " + hex(w.mask) + ")");
+  // The pending collective this lane joins: the one with its mask; else a new one. Collectives
+  // whose masks overlap may be pending at once (lane 16 waits at __syncwarp(0x10001) while lane 0
+  // is still at __syncwarp(0x3) with lane 1: lane 0 comes later), but not two that wait for each
+  // other: that is a hang on a GPU, reported at once.
+  const auto site_of = [&](const PendingCollective& c) {
+    return std::string(collective_name(c.kind, c.op)) + " at " + relative_path(c.file) + ":" +
+           std::to_string(c.line) + " (mask " + hex(c.mask) + ")";
+  };
+  int s = -1;
+  for (uint32_t used = (mask & w.pending_lanes) ? w.slots_used : 0; used != 0; used &= used - 1) {
+    const int k = __builtin_ctz(used);
+    const PendingCollective& c = w.slot[k];
+    if (c.mask != mask) continue;
+    if (c.kind != kind || c.op != op || (kind == kShuffle && c.width != width)) {
+      fault(t, cudaErrorLaunchFailure,
+            "synccheck: lanes of warp " + std::to_string(t->warp) +
+                " meet at different warp "
+                "operations: lane " +
+                std::to_string(t->lane) + " at " + site() + " (mask " + hex(mask) + "), lanes " +
+                hex(c.arrived) + " at " + site_of(c));
+    }
+    s = k;
+    break;
   }
+  if (s < 0) {
+    s = __builtin_ctz(~w.slots_used);  // a free slot (at most 32 collectives wait at once)
+    w.slots_used |= 1u << s;
+    w.pending_lanes |= mask;
+    w.slot[s] = PendingCollective{mask, 0, kind, op, width, file, line};
+  }
+  for (uint32_t used = w.slots_used & ~(1u << s); used != 0; used &= used - 1) {
+    const PendingCollective& o = w.slot[__builtin_ctz(used)];
+    if ((o.mask & bit) && (o.arrived & mask)) {  // o waits for this lane, which waits for o's
+      fault(t, cudaErrorLaunchFailure,
+            "synccheck: lanes of warp " + std::to_string(t->warp) +
+                " wait for each other at "
+                "two warp operations whose masks overlap but differ: lane " +
+                std::to_string(t->lane) + " at " + site() + " (mask " + hex(mask) +
+                ") needs lanes " + hex(o.arrived & mask) + ", which wait at " + site_of(o) +
+                ", which needs lane " + std::to_string(t->lane) +
+                ": neither can complete (a GPU would hang). Lanes that meet at one operation "
+                "must all name the same mask: give the two groups disjoint masks, or one mask "
+                "for all");
+    }
+  }
+  PendingCollective& c = w.slot[s];
   w.value[t->lane] = value;
   w.arg[t->lane] = arg;
-  w.arrived |= bit;
+  c.arrived |= bit;
   t->state = ThreadState::AtWarp;
-  if (w.arrived == w.mask) {
-    resolve_warp(t, w);
+  if (c.arrived == c.mask) {
+    resolve_warp(t, w, s);
     t->state = ThreadState::Running;
   } else {
+    settle_activemask(t);
     yield(t);
   }
   const uint64_t result = w.result[t->lane];
   if (b.random) step_aside(t);  // the lane that completed the set need not run on first
+  t->checking = was_checking;
+  return result;
+}
+
+// __activemask() by the current lane (see "__activemask" above).
+unsigned activemask_call(const void* pc) {
+  Thread* t = current_thread("__activemask");
+  if (t->has_pending_write) settle_pending_write(t);
+  BlockRun& b = *t->block;
+  Warp& w = b.warps[t->warp];
+  const bool was_checking = t->checking;
+  t->checking = false;
+  const uint32_t l = t->lane;
+  if (w.activemask_serial[l] != w.sync_serial[l]) {  // the first call since it synchronized
+    w.activemask_serial[l] = w.sync_serial[l];
+    w.activemask_calls[l] = 0;
+  }
+  ++w.activemask_calls[l];
+  w.activemask_pc[l] = pc;
+  w.activemask_waiting |= 1u << l;
+  t->state = ThreadState::AtActiveMask;
+  if (!warp_lane_can_run(b, t->warp)) {
+    answer_activemask(b, t->warp, t);  // no other lane can come: answer now
+  } else {
+    yield(t);
+  }
+  const unsigned result = w.activemask_result[l];
+  if (b.random) step_aside(t);
   t->checking = was_checking;
   return result;
 }
@@ -1001,6 +1244,7 @@ int worker_threads() { return pool().size(); }
 // ---- barriers -------------------------------------------------------------------------------------
 
 int block_barrier(BarrierReduce reduce, int predicate, const char* file, int line) {
+  const void* pc = __builtin_return_address(0);  // in the kernel's code (device.h)
   Thread* t = current_thread("__syncthreads");
   if (t->has_pending_write) settle_pending_write(t);
   BlockRun& b = *t->block;
@@ -1009,22 +1253,28 @@ int block_barrier(BarrierReduce reduce, int predicate, const char* file, int lin
   t->checking = false;
   if (sync && b.done > 0) {
     fault(t, cudaErrorLaunchFailure,
-          "synccheck: __syncthreads at " + relative_path(file) + ":" + std::to_string(line) +
-              " is reached by thread " + dim_str(t->idx) + ", but threads " +
-              thread_list(b, ThreadState::Done) +
+          "synccheck: __syncthreads at " + barrier_site(pc, file, line) + " (the block's " +
+              ordinal(b.epoch + 1) + " barrier) is reached by thread " + dim_str(t->idx) +
+              ", but threads " + thread_list(b, ThreadState::Done) +
               " of the block have already returned: a barrier must be reached by every thread "
               "of the block (move the early return after it, or guard the work instead)");
   }
+  // The threads waiting now are all at their (epoch + 1)-th barrier: are they at one call?
   if (b.at_barrier == 0) {
+    b.barrier_pc = pc;
     b.barrier_file = file;
     b.barrier_line = line;
     b.barrier_reduce = reduce;
-  } else if (sync && (line != b.barrier_line || std::strcmp(file, b.barrier_file) != 0)) {
+  } else if (sync && !same_barrier_site(b, pc, file, line)) {
     fault(t, cudaErrorLaunchFailure,
-          "synccheck: threads of one block wait at two different barriers: thread " +
-              dim_str(t->idx) + " at " + relative_path(file) + ":" + std::to_string(line) +
-              ", threads " + thread_list(b, ThreadState::AtBarrier) + " at " +
-              relative_path(b.barrier_file) + ":" + std::to_string(b.barrier_line));
+          "synccheck: threads of block " + dim_str(b.idx) + " reach their " + ordinal(b.epoch + 1) +
+              " __syncthreads at different places: thread " + dim_str(t->idx) + " at " +
+              barrier_site(pc, file, line) + ", threads " + thread_list(b, ThreadState::AtBarrier) +
+              " at " + barrier_site(b.barrier_pc, b.barrier_file, b.barrier_line) +
+              ". A __syncthreads in code that not every thread of the block reaches the same way "
+              "is undefined behaviour (a GPU may hang, or let threads through that are at "
+              "different places): put the barrier where the whole block reaches it, or make the "
+              "branch the same for every thread of the block");
   }
   t->barrier_predicate = predicate;
   t->state = ThreadState::AtBarrier;
@@ -1035,6 +1285,7 @@ int block_barrier(BarrierReduce reduce, int predicate, const char* file, int lin
     t->state = ThreadState::Running;
     if (b.random) step_aside(t);  // ... and need not be the first to go on
   } else {
+    settle_activemask(t);
     yield(t);
   }
   // Every thread has the barrier's result now.
@@ -1057,10 +1308,8 @@ unsigned warp_vote(VoteKind kind, unsigned mask, int predicate, const char* file
       collective(kVote, static_cast<int>(kind), mask, 0, predicate != 0, 32, file, line));
 }
 
-unsigned active_mask() {
-  Thread* t = current_thread("__activemask");
-  const Warp& w = t->block->warps[t->warp];
-  return w.existing & ~w.exited;
+unsigned active_mask(const char* /*file*/, int /*line*/) {
+  return activemask_call(__builtin_return_address(0));
 }
 
 void trap(const char* file, int line) {
