@@ -31,6 +31,8 @@ namespace {
 //  - Optimizing GCC contracts across statements after inlining: in b * momentum + c * d it may
 //    fuse either multiply, and fusing the other one would drift from the tensor-op path by an
 //    ulp. So for GCC the fma is written out; unoptimized GCC contracts nothing, here or there.
+//    (Nor does GCC at -O1 alone: contraction comes with -fexpensive-optimizations, part of -O2,
+//    which no macro reveals. A -O1 build adds that flag, as CI's sanitizer build does, .ci/run.)
 template <typename T>
 inline T axpy(T x, T alpha, T y) {
 #if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && \
