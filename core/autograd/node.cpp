@@ -14,27 +14,40 @@ std::atomic<int64_t> g_live_nodes{0};
 // node, saves tensors into it, then connects it, so a SavedTensor made in between belongs to the
 // innermost node being built (an op whose forward runs another op nests them). Only a
 // description is kept, for Node::saved; the storage pointer just tells connect() whether the
-// saved tensor is one of the op's inputs or its output.
+// saved tensor is one of the op's inputs or its output. Two flat lists that keep their capacity
+// from op to op: a training step builds dozens of nodes, and this bookkeeping should cost them
+// no allocation beyond the description's own shape.
 struct Pending {
+  const Node* owner;
   const Storage* storage;
   int64_t offset;
   SavedInfo info;
 };
-struct Building {
-  Node* node;
-  std::vector<Pending> saved;
-};
-thread_local std::vector<Building> t_building;
+thread_local std::vector<const Node*> t_building;  // innermost last
+thread_local std::vector<Pending> t_pending;       // in the order they were saved
 
-// Takes `node` off the list, returning what it saved.
-std::vector<Pending> stop_building(const Node* node) {
+// Takes `node` off the list; what it saved moves into `taken` (when given), in order, and
+// leaves t_pending.
+void stop_building(const Node* node, std::vector<Pending>* taken) {
   for (auto it = t_building.rbegin(); it != t_building.rend(); ++it) {
-    if (it->node != node) continue;
-    std::vector<Pending> saved = std::move(it->saved);
+    if (*it != node) continue;
     t_building.erase(std::next(it).base());
-    return saved;
+    break;
   }
-  return {};
+  size_t mine = 0;
+  for (const Pending& p : t_pending) mine += p.owner == node ? 1 : 0;
+  if (mine == 0) return;
+  if (taken) taken->reserve(mine);
+  size_t kept = 0;
+  for (size_t i = 0; i < t_pending.size(); ++i) {
+    if (t_pending[i].owner == node) {
+      if (taken) taken->push_back(std::move(t_pending[i]));
+    } else {
+      if (kept != i) t_pending[kept] = std::move(t_pending[i]);
+      ++kept;
+    }
+  }
+  t_pending.resize(kept);
 }
 
 bool same_tensor(const Pending& p, const Tensor& t) {
@@ -51,7 +64,8 @@ SavedTensor::SavedTensor(const Tensor& t) {
   // own output does not require grad yet — connect() comes after — and is found by produced().)
   if (t.requires_grad()) edge_ = gradient_edge(t);
   if (!t_building.empty())
-    t_building.back().saved.push_back({t.storage().get(), t.offset(), {"", t.shape(), t.dtype()}});
+    t_pending.push_back(
+        {t_building.back(), t.storage().get(), t.offset(), {"", t.shape(), t.dtype()}});
 }
 
 SavedTensor::SavedTensor(const Tensor& data, const Tensor& source) : SavedTensor(data) {
@@ -132,7 +146,7 @@ void check_twice_differentiable(const Node& node, const char* op, const Tensor& 
 
 Node::Node() {
   ++g_live_nodes;
-  t_building.push_back({this, {}});
+  t_building.push_back(this);
 }
 
 // A long chain of nodes (y = f(f(f(...x)))) would be destroyed recursively: each node's last
@@ -143,7 +157,7 @@ Node::~Node() {
   thread_local std::vector<std::shared_ptr<Node>> pending;
   thread_local bool draining = false;
   --g_live_nodes;
-  if (!t_building.empty()) stop_building(this);  // made, never connected (an op threw)
+  if (!t_building.empty()) stop_building(this, nullptr);  // made, never connected (an op threw)
   for (auto& e : next_edges)
     if (e.fn) pending.push_back(std::move(e.fn));
   if (draining) return;
@@ -210,24 +224,29 @@ Edge gradient_edge(const Tensor& t) {
   std::shared_ptr<Node> acc = impl->grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
-    stop_building(acc.get());  // a leaf's sink saves nothing
+    stop_building(acc.get(), nullptr);  // a leaf's sink saves nothing
     impl->grad_accumulator = acc;
   }
   return {acc, 0};
 }
 
-void connect(const std::shared_ptr<Node>& node, const Tensor& output,
-             const std::vector<const Tensor*>& inputs) {
-  node->next_edges.reserve(inputs.size());
-  node->input_shapes.reserve(inputs.size());
-  node->input_dtypes.reserve(inputs.size());
-  for (const Tensor* t : inputs) {
+void connect_inputs(const std::shared_ptr<Node>& node, const Tensor& output,
+                    const Tensor* const* inputs, size_t n_inputs) {
+  node->next_edges.reserve(n_inputs);
+  node->input_shapes.reserve(n_inputs);
+  node->input_dtypes.reserve(n_inputs);
+  for (size_t k = 0; k < n_inputs; ++k) {
+    const Tensor* t = inputs[k];
     node->next_edges.push_back(t ? gradient_edge(*t) : Edge{});
     node->input_shapes.push_back(t && t->defined() ? t->shape() : Shape{});
     node->input_dtypes.push_back(t && t->defined() ? t->dtype() : DType::Float32);
   }
-  for (Pending& p : stop_building(node.get())) {
-    for (size_t i = 0; i < inputs.size() && p.info.role.empty(); ++i)
+  thread_local std::vector<Pending> taken;  // keeps its capacity from node to node
+  taken.clear();
+  stop_building(node.get(), &taken);
+  if (!taken.empty()) node->saved.reserve(taken.size());
+  for (Pending& p : taken) {
+    for (size_t i = 0; i < n_inputs && p.info.role.empty(); ++i)
       if (inputs[i] && same_tensor(p, *inputs[i])) p.info.role = "input " + std::to_string(i);
     if (p.info.role.empty() && same_tensor(p, output)) p.info.role = "output";
     node->saved.push_back(std::move(p.info));
@@ -239,6 +258,16 @@ void connect(const std::shared_ptr<Node>& node, const Tensor& output,
   out->grad_fn = node;
   out->output_nr = 0;
   out->requires_grad = true;
+}
+
+void connect(const std::shared_ptr<Node>& node, const Tensor& output,
+             std::initializer_list<const Tensor*> inputs) {
+  connect_inputs(node, output, inputs.begin(), inputs.size());
+}
+
+void connect(const std::shared_ptr<Node>& node, const Tensor& output,
+             const std::vector<const Tensor*>& inputs) {
+  connect_inputs(node, output, inputs.data(), inputs.size());
 }
 
 }  // namespace ember::autograd

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -124,8 +125,8 @@ class Node : public std::enable_shared_from_this<Node> {
   static int64_t live_count();
 
  private:
-  friend void connect(const std::shared_ptr<Node>&, const Tensor&,
-                      const std::vector<const Tensor*>&);
+  friend void connect_inputs(const std::shared_ptr<Node>&, const Tensor&, const Tensor* const*,
+                             size_t);
   const Storage* output_storage_ = nullptr;
   int64_t output_offset_ = 0;
   Shape output_shape_;
@@ -156,9 +157,14 @@ bool grad_needed(std::initializer_list<const Tensor*> inputs);  // is_grad_enabl
 Edge gradient_edge(const Tensor& t);
 
 // Wires `node` into the tape: one edge per input, and `output` gets grad_fn = node.
-// Call only when grad_needed(...) is true.
+// Call only when grad_needed(...) is true. (The list form is what an op card writes,
+// connect(node, out, {&a, &b}); the vector form is for a variable number of inputs.)
+void connect(const std::shared_ptr<Node>& node, const Tensor& output,
+             std::initializer_list<const Tensor*> inputs);
 void connect(const std::shared_ptr<Node>& node, const Tensor& output,
              const std::vector<const Tensor*>& inputs);
+void connect_inputs(const std::shared_ptr<Node>& node, const Tensor& output,
+                    const Tensor* const* inputs, size_t n_inputs);  // both forms end here
 
 // Called first by a backward formula that calls kernels directly (so it records no tape): in a
 // backward pass with create_graph, when the gradient it would return depends on something that
