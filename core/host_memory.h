@@ -6,7 +6,13 @@
 // 4 KiB page. So host tensors of at least kHostCacheMinBytes are kept on free lists by size
 // class when released and handed out again, as the CUDA caching allocator does for device memory
 // (core/cuda.h): in a steady loop, after the first step, no large allocation reaches the OS.
-// Smaller tensors go straight to malloc, which keeps them in its own heap anyway.
+// "Large" starts at 32 KiB, not at malloc's own mmap size: glibc also gives back the top of its
+// heap once more than 128 KiB lies free there (its trim threshold), so a step whose last few
+// mid-size buffers are freed together hands them to the OS and faults them in again the next
+// step. Whether that happens depends on how the heap happens to be laid out: the cifar10_cnn
+// step at batch 4 took 14,575 page faults in 2,200 steps in one build of ember and 775 in an
+// earlier one, and 645 with these sizes cached (bench/RESULTS.md, "A step's page faults").
+// Smaller tensors go straight to malloc, which serves them from its own free lists.
 //
 // Size classes: a request is rounded up to one of 8 sizes per power of two (at most 12.5%
 // more), and a class's cached blocks serve only requests of that class. Cached memory is capped
@@ -21,7 +27,7 @@
 namespace ember::host {
 
 // Requests below this size bypass the cache.
-constexpr size_t kHostCacheMinBytes = size_t(256) << 10;
+constexpr size_t kHostCacheMinBytes = size_t(32) << 10;
 
 // Bytes held by live host tensors (counted at their size class), bytes the allocator holds from
 // the OS (live + cached), the peak of memory_allocated since the start (or the last reset).
