@@ -34,10 +34,6 @@ void stop_building(const Node* node, std::vector<Pending>* taken) {
     t_building.erase(std::next(it).base());
     break;
   }
-  size_t mine = 0;
-  for (const Pending& p : t_pending) mine += p.owner == node ? 1 : 0;
-  if (mine == 0) return;
-  if (taken) taken->reserve(mine);
   size_t kept = 0;
   for (size_t i = 0; i < t_pending.size(); ++i) {
     if (t_pending[i].owner == node) {

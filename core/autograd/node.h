@@ -110,7 +110,7 @@ class Node : public std::enable_shared_from_this<Node> {
 
   bool needs_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
 
-  std::vector<Edge> next_edges;  // one per input of the forward op
+  std::vector<Edge> next_edges;     // one per input of the forward op
   std::vector<Shape> input_shapes;  // to check what backward returns
   std::vector<DType> input_dtypes;
   bool released = false;
@@ -151,7 +151,8 @@ inline bool any_requires_grad(const std::vector<Tensor>& inputs) {
     if (t.defined() && t.requires_grad()) return true;
   return false;
 }
-bool grad_needed(std::initializer_list<const Tensor*> inputs);  // is_grad_enabled() && any_requires_grad
+bool grad_needed(
+    std::initializer_list<const Tensor*> inputs);  // is_grad_enabled() && any_requires_grad
 
 // The edge to follow for a gradient of `t`: its grad_fn, or its leaf accumulator, or none.
 Edge gradient_edge(const Tensor& t);
@@ -163,8 +164,6 @@ void connect(const std::shared_ptr<Node>& node, const Tensor& output,
              std::initializer_list<const Tensor*> inputs);
 void connect(const std::shared_ptr<Node>& node, const Tensor& output,
              const std::vector<const Tensor*>& inputs);
-void connect_inputs(const std::shared_ptr<Node>& node, const Tensor& output,
-                    const Tensor* const* inputs, size_t n_inputs);  // both forms end here
 
 // Called first by a backward formula that calls kernels directly (so it records no tape): in a
 // backward pass with create_graph, when the gradient it would return depends on something that

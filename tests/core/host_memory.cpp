@@ -76,7 +76,7 @@ TEST_CASE("host allocator: small tensors bypass the cache, peaks are tracked", "
   {
     Tensor small = ones({1000});
     CHECK(host::allocator_stats().os_allocs == s0.os_allocs);  // below kHostCacheMinBytes
-    Tensor big = ones({int64_t(1) << 20});  // 4 MiB
+    Tensor big = ones({int64_t(1) << 20});                     // 4 MiB
     CHECK(host::max_memory_allocated() >= base + (int64_t(4) << 20));
   }
   CHECK(host::max_memory_allocated() >= base + (int64_t(4) << 20));
