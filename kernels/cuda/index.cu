@@ -22,6 +22,8 @@
 
 #include "kernels/base/scalar_math.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/workspace.h"
+#include "kernels/sort.h"
 
 namespace ember::kernels::cuda {
 
@@ -166,42 +168,45 @@ __global__ void index_select_kernel(int64_t outer, int64_t size, int64_t inner,
 
 // ---- index_add -----------------------------------------------------------------------------
 //
-// The CPU design on a GPU scale: the destination rows r in [0, size) of each outer slab are cut
-// into `groups` groups of `rows_per_group` consecutive rows, and one thread owns column k of
-// one group of one slab, i.e. the elements out[o, r, k] for r in its group. It scans the whole
-// index i = 0 .. n-1 and, for each i that lands in its group, adds src[o, i, k] into
-// out[o, index[i], k]. Each element of out has one owner, which adds its sources in increasing
-// i — the CPU's order — so the result is deterministic and equal to the CPU's, bit for bit.
-// Memory: consecutive threads take consecutive k, so the src row read and the out row
-// update are coalesced; index[i] is the same address for every thread of a warp with the same
-// (o, group) (a broadcast from L1). No shared memory.
-// Cost: every thread reads all n index values, so the index is read outer * groups * inner
-// times in all. The launcher picks `groups` to have about kIndexAddThreads threads — enough to
-// fill any current GPU — and no more. For the common shapes (a dataset batch's or an embedding's
-// backward: inner in the hundreds or more) that is a few groups and a cheap scan; a 1-d
-// index_add (inner == 1) of a long index into a large tensor is the slow case (each of ~2^18
-// threads scans the whole index), where atomics would be faster but not deterministic.
-constexpr int64_t kIndexAddThreads = int64_t{1} << 18;
-
+// Each element out[o, r, k] needs the sources src[o, i, k] of every i with index[i] == r, added
+// in increasing i (the CPU's order, so that the result is the CPU's, bit for bit). The CPU finds
+// them by scanning the whole index in each of its few threads. This kernel did the same with a
+// GPU's worth of threads until it met a long 1-d index: adding 65537 sources into a [3, 65537]
+// tensor along dim 1 started about 2 x 10^5 threads that each read all 65537 index values
+// (1.3 x 10^10 reads), 100 s of the emulated test suite for that one test case (7 s now). So
+// the index is sorted first, and the sort does the searching:
+//
+//   1. sort the index values with their positions (kernels/cuda/sort.cu; ties stay in position
+//      order): `sorted` holds the values in ascending order, `from` the position i of each, so
+//      the sources of row r are the run of equal values in `sorted`, in increasing i;
+//   2. index_add_runs_kernel: one thread per (o, j, k) for every place j of `sorted`. The thread
+//      at the first place of a run owns out[o, r, k] for that run's row r: it adds the run's
+//      sources one after the other; the others return at once.
+//
+// Each element of out still has exactly one owner, which adds in increasing i: deterministic and
+// equal to the CPU without atomics. Cost: the sort (O(n log^2 n) compare-and-swaps, once,
+// whatever outer and inner are) and one thread per source element. A run is added serially, so
+// an index that sends most of its n sources to one row keeps one thread busy for n additions.
+// Memory: consecutive threads take consecutive k, so the src row read and the out row update
+// are coalesced when inner is large; for inner == 1 neighbouring threads read `sorted`
+// contiguously and src where the index sends them. No shared memory.
 template <typename T>
-__global__ void index_add_kernel(int64_t outer, int64_t size, int64_t inner, int64_t groups,
-                                 int64_t rows_per_group, T* __restrict__ out,
-                                 const int64_t* __restrict__ index, int64_t n,
-                                 const T* __restrict__ src) {
-  const int64_t total = outer * groups * inner;
-  for (const int64_t e : grid_stride(total)) {
+__global__ void index_add_runs_kernel(int64_t outer, int64_t size, int64_t inner,
+                                      T* __restrict__ out, const int64_t* __restrict__ sorted,
+                                      const int64_t* __restrict__ from, int64_t n,
+                                      const T* __restrict__ src) {
+  for (const int64_t e : grid_stride(outer * n * inner)) {
     const int64_t k = e % inner;
     const int64_t t = e / inner;
-    const int64_t g = t % groups;
-    const int64_t o = t / groups;
-    const int64_t lo = g * rows_per_group;
-    const int64_t hi = lo + rows_per_group < size ? lo + rows_per_group : size;
-    T* dst = out + o * size * inner + k;
+    const int64_t j = t % n;
+    const int64_t o = t / n;
+    const int64_t r = sorted[j];
+    if (j > 0 && sorted[j - 1] == r) continue;  // not the first place of its run
+    T* dst = out + (o * size + r) * inner + k;
     const T* s = src + o * n * inner + k;
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t r = index[i];
-      if (r >= lo && r < hi) dst[r * inner] = wrapping_add(dst[r * inner], s[i * inner]);
-    }
+    T acc = *dst;
+    for (int64_t m = j; m < n && sorted[m] == r; ++m) acc = wrapping_add(acc, s[from[m] * inner]);
+    *dst = acc;
   }
 }
 
@@ -292,18 +297,16 @@ void index_add(DType dtype, int64_t outer, int64_t size, int64_t inner, void* ou
   EMBER_DISPATCH_NUMERIC(dtype, "index_add", [&] {
     // With size == 0 there is no row to add into (and the op card has rejected any index).
     if (outer <= 0 || size <= 0 || inner <= 0 || n <= 0) return;
-    // Enough row groups for about kIndexAddThreads threads, at most one row per group.
-    const int64_t columns = outer * inner;
-    int64_t groups = (kIndexAddThreads + columns - 1) / columns;
-    if (groups > size) groups = size;
-    if (groups < 1) groups = 1;
-    const int64_t rows_per_group = (size + groups - 1) / groups;
-    groups = (size + rows_per_group - 1) / rows_per_group;  // drop groups emptied by rounding
-    const int64_t total = columns * groups;
-    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), index_add_kernel<scalar_t>)(
-        outer, size, inner, groups, rows_per_group, static_cast<scalar_t*>(out), index, n,
-        static_cast<const scalar_t*>(src));
-    EMBER_LAUNCH_CHECK("index_add_kernel");
+    // 1. The index in ascending order, and where each value came from.
+    Workspace sorted(static_cast<size_t>(n) * sizeof(int64_t));
+    Workspace from(static_cast<size_t>(n) * sizeof(int64_t));
+    sort_kernels.sort(DType::Int64, 1, n, 1, n, /*descending=*/false, index, sorted.data(),
+                      from.as<int64_t>());
+    // 2. A thread per source element; the first of each run adds the run.
+    EMBER_LAUNCH(grid_for(outer * n * inner), kBlock, 0, stream(), index_add_runs_kernel<scalar_t>)
+    (outer, size, inner, static_cast<scalar_t*>(out), sorted.as<int64_t>(), from.as<int64_t>(), n,
+     static_cast<const scalar_t*>(src));
+    EMBER_LAUNCH_CHECK("index_add_runs_kernel");
   });
 }
 

@@ -801,8 +801,8 @@ TEST_CASE("cuda sweep: gather, index_select, index_add, scatter_add", "[cuda][cu
   if (skip_without_gpu()) return;
   // n: the length of the indexed dim; m = n + n / 2 + 2 indices, so values repeat and the
   // backward passes (and index_add/scatter_add themselves) must add colliding contributions.
-  // The adds give every destination element one thread that scans the whole index (no atomics,
-  // kernels/cuda/index.cu): n * m steps, which the emulator cannot afford at n = 65537.
+  // The emulator runs the three shorter lengths; 65537 (more blocks than one wave) and 2^20 + 1
+  // are a GPU's sizes (tests/kernels/cuda_int32.cpp takes index_add to 65537 in the emulator).
   std::vector<int64_t> lengths = {1, 7, 1023};
   if (tier() != Tier::Emulated) lengths.push_back(65537);
   if (!small_only()) lengths.push_back((int64_t{1} << 20) + 1);
@@ -883,8 +883,8 @@ TEST_CASE("cuda sweep: gather, index_select, index_add, scatter_add", "[cuda][cu
                 with_layout({65537}, Layout::Contiguous, index_values(7, 7908), false)},
                [](const Inputs& x) { return index_select(x[0], 0, x[1]); });
   }
-  // A few sources into a tall tensor: more destination rows than index_add's threads, so each
-  // thread owns a group of several rows (rows_per_group > 1 in kernels/cuda/index.cu).
+  // A few sources into a tall tensor: five runs of the sorted index among 300007 rows, and
+  // every row that no source names keeps its value (no thread owns it; kernels/cuda/index.cu).
   DYNAMIC_SECTION("index_add, 5 sources into 300007 rows") {
     check_case("index_add",
                {floats({300007, 3}, Layout::Contiguous, 7911),
