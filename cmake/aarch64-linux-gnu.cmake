@@ -25,13 +25,17 @@ set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 # CTest runs every test program through QEMU (and catch_discover_tests lists the test cases
 # through it). -L: the dynamic loader and the C++ runtime come from the cross toolchain's folder;
 # a library not there (libjpeg, libpng, zlib) is looked up in the host's folders next, where the
-# multiarch packages put their arm64 builds.
+# multiarch packages put their arm64 builds. -E LD_LIBRARY_PATH: the C library must come from the
+# cross toolchain's folder too, to match its loader. Without it the loader can take the host's
+# libc6:arm64 (which those multiarch packages install); seen on Debian 12 with that at
+# 2.36-9+deb12u14 and the cross toolchain's at 2.36-8cross1: a guest's first pthread_create hung.
 find_program(EMBER_QEMU_AARCH64 qemu-aarch64)
 if(NOT EMBER_QEMU_AARCH64)
   message(WARNING "aarch64 toolchain: qemu-aarch64 not found (apt-get install qemu-user): the "
                   "build works, but neither CTest nor the test discovery can run the programs")
 else()
-  set(CMAKE_CROSSCOMPILING_EMULATOR ${EMBER_QEMU_AARCH64} -L /usr/aarch64-linux-gnu)
+  set(CMAKE_CROSSCOMPILING_EMULATOR ${EMBER_QEMU_AARCH64} -L /usr/aarch64-linux-gnu
+      -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib)
 endif()
 
 # The CPU build: no -march=native (it would describe the build machine, not the target; the NEON
