@@ -131,8 +131,7 @@ __global__ void gather_kernel(StridedLoop<3> lines, int64_t len, int64_t ds0, in
 template <typename T>
 __global__ void scatter_add_kernel(StridedLoop<3> lines, int64_t len, int64_t ds0, int64_t ds1,
                                    int64_t ds2, T* __restrict__ out,
-                                   const int64_t* __restrict__ index,
-                                   const T* __restrict__ src) {
+                                   const int64_t* __restrict__ index, const T* __restrict__ src) {
   for (const int64_t l : grid_stride(lines.numel)) {
     int64_t off[3];
     loop_offsets(lines, l, off);
@@ -218,8 +217,8 @@ __global__ void index_add_runs_kernel(int64_t outer, int64_t size, int64_t inner
 // of the step reads out of bounds. On a GPU a trap is a launch failure that, like PyTorch's
 // device-side asserts, leaves the CUDA context unusable (the process has to restart); the
 // emulator stops the replay at this node and reports the thread.
-__global__ void trap_out_of_range_kernel(const int64_t* __restrict__ index, int64_t n,
-                                         int64_t size, bool has_allowed, int64_t allowed) {
+__global__ void trap_out_of_range_kernel(const int64_t* __restrict__ index, int64_t n, int64_t size,
+                                         bool has_allowed, int64_t allowed) {
   for (const int64_t i : grid_stride(n)) {
     const int64_t v = index[i];
     if (!((v >= 0 && v < size) || (has_allowed && v == allowed))) __trap();  // index out of range
@@ -230,8 +229,8 @@ int64_t first_out_of_range(const int64_t* index, int64_t n, int64_t size, bool h
                            int64_t allowed) {
   if (n <= 0) return -1;
   if (capturing()) {
-    EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), trap_out_of_range_kernel)(index, n, size,
-                                                                           has_allowed, allowed);
+    EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), trap_out_of_range_kernel)
+    (index, n, size, has_allowed, allowed);
     EMBER_LAUNCH_CHECK("trap_out_of_range_kernel");
     return -1;  // decided on the device, at every replay
   }
@@ -239,8 +238,8 @@ int64_t first_out_of_range(const int64_t* index, int64_t n, int64_t size, bool h
   unsigned long long* slot = device_slot();
   // "No bad position yet" is all ones, the largest value, so atomicMin replaces it.
   EMBER_CUDA_CHECK(cudaMemsetAsync(slot, 0xFF, sizeof(unsigned long long), stream()));
-  EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), first_out_of_range_kernel)(index, n, size, has_allowed,
-                                                                  allowed, slot);
+  EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), first_out_of_range_kernel)
+  (index, n, size, has_allowed, allowed, slot);
   EMBER_LAUNCH_CHECK("first_out_of_range_kernel");
   unsigned long long first = kNoBadPosition;
   EMBER_CUDA_CHECK(cudaMemcpyAsync(&first, slot, sizeof(first), cudaMemcpyDeviceToHost, stream()));
@@ -259,23 +258,23 @@ void gather(DType dtype, const StridedLoop<3>& lines, int64_t len, const int64_t
     const auto* x = static_cast<const scalar_t*>(in);
     const int64_t ds0 = dim_stride[0], ds1 = dim_stride[1], ds2 = dim_stride[2];
     if (ds0 == 1 || ds0 == -1) {
-      EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), gather_kernel<scalar_t, true>)(
-          lines, len, ds0, ds1, ds2, o, index, x);
+      EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), gather_kernel<scalar_t, true>)
+      (lines, len, ds0, ds1, ds2, o, index, x);
     } else {
-      EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), gather_kernel<scalar_t, false>)(
-          lines, len, ds0, ds1, ds2, o, index, x);
+      EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), gather_kernel<scalar_t, false>)
+      (lines, len, ds0, ds1, ds2, o, index, x);
     }
     EMBER_LAUNCH_CHECK("gather_kernel");
   });
 }
 
-void scatter_add(DType dtype, const StridedLoop<3>& lines, int64_t len,
-                 const int64_t dim_stride[3], void* out, const int64_t* index, const void* src) {
+void scatter_add(DType dtype, const StridedLoop<3>& lines, int64_t len, const int64_t dim_stride[3],
+                 void* out, const int64_t* index, const void* src) {
   EMBER_DISPATCH_NUMERIC(dtype, "scatter_add", [&] {
     if (lines.numel <= 0 || len <= 0) return;
-    EMBER_LAUNCH(grid_for(lines.numel), kBlock, 0, stream(), scatter_add_kernel<scalar_t>)(
-        lines, len, dim_stride[0], dim_stride[1], dim_stride[2], static_cast<scalar_t*>(out),
-        index, static_cast<const scalar_t*>(src));
+    EMBER_LAUNCH(grid_for(lines.numel), kBlock, 0, stream(), scatter_add_kernel<scalar_t>)
+    (lines, len, dim_stride[0], dim_stride[1], dim_stride[2], static_cast<scalar_t*>(out), index,
+     static_cast<const scalar_t*>(src));
     EMBER_LAUNCH_CHECK("scatter_add_kernel");
   });
 }
@@ -285,9 +284,8 @@ void index_select(DType dtype, int64_t outer, int64_t size, int64_t inner, const
   const int64_t total = outer * n * inner;
   EMBER_DISPATCH_ALL(dtype, "index_select", [&] {
     if (outer <= 0 || n <= 0 || inner <= 0) return;
-    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), index_select_kernel<scalar_t>)(
-        outer, size, inner, static_cast<const scalar_t*>(in), index, n,
-        static_cast<scalar_t*>(out));
+    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), index_select_kernel<scalar_t>)
+    (outer, size, inner, static_cast<const scalar_t*>(in), index, n, static_cast<scalar_t*>(out));
     EMBER_LAUNCH_CHECK("index_select_kernel");
   });
 }

@@ -17,8 +17,8 @@
 // EMBER_PARITY_SMALL=1 leaves the largest sizes out (for runs under compute-sanitizer, which is
 // 10-100x slower); in the emulation build (-DEMBER_CUDA=EMULATE, where the CPU runs every CUDA
 // thread) the long lengths also shrink, to the smallest that still take every path of the
-// kernels (see long_len()). EMBER_PARITY_TIER=full|small|emulated overrides. Building this file with
-// -DEMBER_PARITY_SELF_CHECK compares the CPU with itself: a check of this harness (input
+// kernels (see long_len()). EMBER_PARITY_TIER=full|small|emulated overrides. Building this file
+// with -DEMBER_PARITY_SELF_CHECK compares the CPU with itself: a check of this harness (input
 // layouts, index ranges, shapes every op accepts) on a machine without a GPU.
 #include <algorithm>
 #include <cmath>
@@ -114,12 +114,13 @@ struct Tol {
 };
 
 Tol tolerance(const std::string& op, DType dtype) {
-  static const std::set<std::string> exact = {"neg", "abs", "relu", "max", "min", "argmax",
-                                              "argmin", "eq", "ne", "lt", "le", "gt", "ge",
-                                              "contiguous", "clone", "to_dtype", "cat"};
+  static const std::set<std::string> exact = {"neg",      "abs",    "relu", "max",        "min",
+                                              "argmax",   "argmin", "eq",   "ne",         "lt",
+                                              "le",       "gt",     "ge",   "contiguous", "clone",
+                                              "to_dtype", "cat"};
   static const std::set<std::string> libm = {"exp", "log", "tanh", "sigmoid", "pow"};
-  static const std::set<std::string> summing = {"sum", "mean", "sum_to", "softmax", "log_softmax",
-                                                "cross_entropy", "mse_loss", "matmul"};
+  static const std::set<std::string> summing = {
+      "sum", "mean", "sum_to", "softmax", "log_softmax", "cross_entropy", "mse_loss", "matmul"};
   if (exact.count(op)) return {0.0, 0.0};
   if (dtype == kFloat32) return op == "matmul" ? Tol{1e-5, 1e-5} : Tol{1e-5, 1e-6};
   if (libm.count(op) || summing.count(op)) return {1e-8, 1e-9};
@@ -365,7 +366,7 @@ std::vector<Input> elementwise_inputs(bool with_empty = true) {
 // length along the last dim and along dim 0, with few and many rows.
 std::vector<Shape> reduction_shapes() {
   const int64_t L = long_len();
-  std::vector<Shape> s = {{1},       {7},       {1023},  {L},      {1, 1},   {7, 7},
+  std::vector<Shape> s = {{1},       {7},       {1023}, {L},    {1, 1},   {7, 7},
                           {3, 1023}, {1023, 3}, {2, L}, {L, 2}, {3, 5, 7}};
   if (!small_only()) {
     s.push_back({kLarge1d});
@@ -540,11 +541,11 @@ TEST_CASE("cuda sweep: comparisons, where and masked_fill", "[cuda][cuda-sweep]"
   for (const Input& in : elementwise_inputs()) {
     seed += 3;
     DYNAMIC_SECTION("where " << describe(in.shape, in.layout) << ", all three the same shape") {
-      check_case(
-          "where",
-          {with_layout(in.shape, in.layout, bool_mask(seed), false),
-           floats(in.shape, in.layout, seed + 1), floats(in.shape, Layout::Contiguous, seed + 2)},
-          [](const Inputs& x) { return where(x[0], x[1], x[2]); });
+      check_case("where",
+                 {with_layout(in.shape, in.layout, bool_mask(seed), false),
+                  floats(in.shape, in.layout, seed + 1),
+                  floats(in.shape, Layout::Contiguous, seed + 2)},
+                 [](const Inputs& x) { return where(x[0], x[1], x[2]); });
     }
     if (in.shape.size() == 2) {
       const Shape col = {in.shape[0], 1}, row = {in.shape[1]};
@@ -911,12 +912,12 @@ TEST_CASE("cuda sweep: cat", "[cuda][cuda-sweep]") {
     }
     DYNAMIC_SECTION("cat dim -1 of [3, " << n << "] strided, [3, 5], [3, 0], [3, " << n
                                          << "] transposed") {
-      check_case(
-          "cat",
-          {floats({3, n}, Layout::Strided, seed), floats({3, 5}, Layout::Contiguous, seed + 1),
-           floats({3, 0}, Layout::Contiguous, seed + 2),
-           floats({3, n}, Layout::Transposed, seed + 3)},
-          [](const Inputs& x) { return cat(x, -1); });
+      check_case("cat",
+                 {floats({3, n}, Layout::Strided, seed),
+                  floats({3, 5}, Layout::Contiguous, seed + 1),
+                  floats({3, 0}, Layout::Contiguous, seed + 2),
+                  floats({3, n}, Layout::Transposed, seed + 3)},
+                 [](const Inputs& x) { return cat(x, -1); });
     }
     DYNAMIC_SECTION("cat of 1-d [" << n << "] strided and [" << n << "] contiguous") {
       check_case("cat",
@@ -931,7 +932,7 @@ TEST_CASE("cuda sweep: matmul, odd sizes and batches", "[cuda][cuda-sweep]") {
   struct MNK {
     int64_t m, k, n;
   };
-  std::vector<MNK> sizes = {{1, 1, 1},      {7, 7, 7},     {1, 1023, 1}, {1023, 1, 1023},
+  std::vector<MNK> sizes = {{1, 1, 1},      {7, 7, 7},          {1, 1023, 1}, {1023, 1, 1023},
                             {65, 1023, 33}, {7, long_len(), 3}, {1023, 7, 1}, {1, 7, 1023}};
   if (!small_only()) sizes.push_back({1023, 1023, 1023});
   const std::vector<std::pair<Layout, Layout>> layouts = {{Layout::Contiguous, Layout::Contiguous},
