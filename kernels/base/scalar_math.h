@@ -11,9 +11,12 @@
 //   floor division     Python's `//`: the quotient rounded toward -inf, for integers and floats.
 //   integer powers     exact repeated squaring with wrap-around, where std::pow would go through
 //                      a double and lose the low bits of int64 results.
-//   float -> int32     C++ leaves a value out of int32's range (and NaN) undefined; ember defines
-//                      it as INT32_MIN on every machine, the answer x86's conversion instruction
-//                      (and so PyTorch on x86) gives, where a GPU or an ARM CPU would saturate.
+//   float -> integer   C++ leaves a value out of the integer type's range (and NaN) undefined,
+//                      and machines answer differently: x86's conversion instructions (and so
+//                      PyTorch on x86) give the "integer indefinite" INT_MIN of the 32- or 64-bit
+//                      register they convert into, keeping the low byte for uint8 (-1.0 -> 255,
+//                      300.0 -> 44, 1e10 -> 0), where a GPU and an ARM CPU saturate (-1.0 -> 0).
+//                      ember defines x86's answer on every machine and device (convert_value).
 //   integer + - *      wrap around modulo 2^bits, as PyTorch's (and the GPU's) do: in C++ a signed
 //                      overflow is undefined behaviour (UBSan reports INT64_MAX + 1), so the sums
 //                      and products are computed in uint64_t, where wrapping is defined, and
@@ -43,17 +46,20 @@ EMBER_HOST_DEVICE inline T wrapping_neg(T x) {
 // result modulo 2^64, converted back to T (so int64 wraps, and uint8 wraps modulo 256).
 template <typename T>
 EMBER_HOST_DEVICE inline T wrapping_add(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
   else return a + b;
 }
 template <typename T>
 EMBER_HOST_DEVICE inline T wrapping_sub(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
   else return a - b;
 }
 template <typename T>
 EMBER_HOST_DEVICE inline T wrapping_mul(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
   else return a * b;
 }
 
@@ -63,6 +69,39 @@ EMBER_HOST_DEVICE inline int32_t float_to_int32(F x) {
   const double d = static_cast<double>(x);
   const bool fits = d > -2147483649.0 && d < 2147483648.0;  // false for NaN
   return fits ? static_cast<int32_t>(d) : INT32_MIN;
+}
+
+// x as int64, truncated toward zero; out of range or NaN gives INT64_MIN (see the top).
+template <typename F>
+EMBER_HOST_DEVICE inline int64_t float_to_int64(F x) {
+  const double d = static_cast<double>(x);
+  const bool fits = d >= -9223372036854775808.0 && d < 9223372036854775808.0;  // false for NaN
+  return fits ? static_cast<int64_t>(d) : INT64_MIN;
+}
+
+// x as uint8: converted to int32 as above and cut to its low byte, as x86 converts (see the top).
+template <typename F>
+EMBER_HOST_DEVICE inline uint8_t float_to_uint8(F x) {
+  return static_cast<uint8_t>(static_cast<uint32_t>(float_to_int32(x)));
+}
+
+// One element from type From to type To, as every ember kernel converts values (copy, .to(),
+// fill, arange, integer results computed in double): a plain static_cast, except that a float
+// goes to an integer type as defined above, and anything goes to bool as `x != 0` (so NaN is
+// true).
+template <typename To, typename From>
+EMBER_HOST_DEVICE inline To convert_value(From x) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_same_v<To, uint8_t>) {
+    return float_to_uint8(x);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_same_v<To, int32_t>) {
+    return float_to_int32(x);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_same_v<To, int64_t>) {
+    return float_to_int64(x);
+  } else {
+    return static_cast<To>(x);
+  }
 }
 
 // a / b rounded toward zero (C's integer `/`). b == 0 gives 0 (the op card refuses it first).

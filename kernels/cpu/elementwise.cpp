@@ -72,7 +72,7 @@ T unary_scalar(UnaryOp op, T x, double p) {
       case UnaryOp::Relu: return x > T(0) ? x : T(0);
       case UnaryOp::Pow: return int_pow(x, static_cast<int64_t>(p));
       case UnaryOp::Square: return wrapping_mul(x, x);
-      default: return static_cast<T>(unary_scalar<double>(op, static_cast<double>(x), p));
+      default: return convert_value<T>(unary_scalar<double>(op, static_cast<double>(x), p));
     }
   }
 }
@@ -95,8 +95,10 @@ void unary_typed(UnaryOp op, const StridedLoop<2>& L, T* out, const T* in, doubl
     T* o = out + off[0];
     const T* x = in + off[1];
     switch (op) {
-#define EMBER_UNARY_CASE(OP) \
-  case UnaryOp::OP: return unary_run(o, st[0], x, st[1], n, [p](T v) { return unary_scalar<T>(UnaryOp::OP, v, p); });
+#define EMBER_UNARY_CASE(OP)                \
+  case UnaryOp::OP:                         \
+    return unary_run(o, st[0], x, st[1], n, \
+                     [p](T v) { return unary_scalar<T>(UnaryOp::OP, v, p); });
       EMBER_UNARY_CASE(Neg)
       EMBER_UNARY_CASE(Exp)
       EMBER_UNARY_CASE(Log)
@@ -174,18 +176,26 @@ void binary_typed(BinaryOp op, const StridedLoop<3>& L, T* out, const T* a, cons
   const T al = static_cast<T>(alpha);
   switch (op) {
     case BinaryOp::Add:
-      if (alpha == 1.0) return binary_loop(L, out, a, b, [](T x, T y) { return wrapping_add(x, y); });
-      return binary_loop(L, out, a, b, [al](T x, T y) { return wrapping_add(x, wrapping_mul(al, y)); });
+      if (alpha == 1.0)
+        return binary_loop(L, out, a, b, [](T x, T y) { return wrapping_add(x, y); });
+      return binary_loop(L, out, a, b,
+                         [al](T x, T y) { return wrapping_add(x, wrapping_mul(al, y)); });
     case BinaryOp::Sub:
-      if (alpha == 1.0) return binary_loop(L, out, a, b, [](T x, T y) { return wrapping_sub(x, y); });
-      return binary_loop(L, out, a, b, [al](T x, T y) { return wrapping_sub(x, wrapping_mul(al, y)); });
-    case BinaryOp::Mul: return binary_loop(L, out, a, b, [](T x, T y) { return wrapping_mul(x, y); });
+      if (alpha == 1.0)
+        return binary_loop(L, out, a, b, [](T x, T y) { return wrapping_sub(x, y); });
+      return binary_loop(L, out, a, b,
+                         [al](T x, T y) { return wrapping_sub(x, wrapping_mul(al, y)); });
+    case BinaryOp::Mul:
+      return binary_loop(L, out, a, b, [](T x, T y) { return wrapping_mul(x, y); });
     case BinaryOp::Div:
-      return binary_loop(L, out, a, b, [](T x, T y) { return BinaryFn<T>::divide(BinaryOp::Div, x, y); });
+      return binary_loop(L, out, a, b,
+                         [](T x, T y) { return BinaryFn<T>::divide(BinaryOp::Div, x, y); });
     case BinaryOp::DivTrunc:
-      return binary_loop(L, out, a, b, [](T x, T y) { return BinaryFn<T>::divide(BinaryOp::DivTrunc, x, y); });
+      return binary_loop(L, out, a, b,
+                         [](T x, T y) { return BinaryFn<T>::divide(BinaryOp::DivTrunc, x, y); });
     case BinaryOp::DivFloor:
-      return binary_loop(L, out, a, b, [](T x, T y) { return BinaryFn<T>::divide(BinaryOp::DivFloor, x, y); });
+      return binary_loop(L, out, a, b,
+                         [](T x, T y) { return BinaryFn<T>::divide(BinaryOp::DivFloor, x, y); });
     // relu's backward, BinaryFn's definition with the op fixed at compile time. Passed
     // BinaryFn<T>{op, al} itself, the loop would run BinaryFn's switch on every element, which
     // also keeps it from vectorizing, on an op that every ReLU network's backward runs over its
@@ -195,7 +205,9 @@ void binary_typed(BinaryOp op, const StridedLoop<3>& L, T* out, const T* a, cons
     // gain the same way, but the vector code may multiply the operands in another order, and
     // where two NaNs meet, which of them comes out is not the same.)
     case BinaryOp::ReluBackward:
-      return binary_loop(L, out, a, b, [](T g, T y) { return BinaryFn<T>{BinaryOp::ReluBackward, T(1)}(g, y); });
+      return binary_loop(L, out, a, b, [](T g, T y) {
+        return BinaryFn<T>{BinaryOp::ReluBackward, T(1)}(g, y);
+      });
     // maximum / minimum: a compare and a select per element, with the op fixed at compile time
     // so the contiguous loop can vectorize (the NaN tests are selects too).
     case BinaryOp::Maximum:
@@ -244,7 +256,8 @@ void compare(CompareOp op, DType dtype, const StridedLoop<3>& L, bool* out, cons
     const auto* y = static_cast<const scalar_t*>(b);
     for_each_run(L, [&](const int64_t* off, int64_t n, const int64_t* st) {
       for (int64_t i = 0; i < n; ++i)
-        out[off[0] + i * st[0]] = compare_scalar<scalar_t>(op, x[off[1] + i * st[1]], y[off[2] + i * st[2]]);
+        out[off[0] + i * st[0]] =
+            compare_scalar<scalar_t>(op, x[off[1] + i * st[1]], y[off[2] + i * st[2]]);
     });
   });
 }
@@ -257,7 +270,8 @@ void where(DType dtype, const StridedLoop<4>& L, void* out, const bool* cond, co
     const auto* y = static_cast<const scalar_t*>(b);
     for_each_run(L, [&](const int64_t* off, int64_t n, const int64_t* st) {
       for (int64_t i = 0; i < n; ++i)
-        o[off[0] + i * st[0]] = cond[off[1] + i * st[1]] ? x[off[2] + i * st[2]] : y[off[3] + i * st[3]];
+        o[off[0] + i * st[0]] =
+            cond[off[1] + i * st[1]] ? x[off[2] + i * st[2]] : y[off[3] + i * st[3]];
     });
   });
 }
@@ -275,13 +289,10 @@ void copy(DType dst_dtype, DType src_dtype, const StridedLoop<2>& L, void* dst, 
             return;
           }
         }
-        if constexpr (std::is_same_v<dst_t, int32_t> && std::is_floating_point_v<scalar_t>) {
-          // Defined for every value (kernels/base/scalar_math.h), as the CUDA copy converts.
-          for (int64_t i = 0; i < n; ++i)
-            d[off[0] + i * st[0]] = float_to_int32(s[off[1] + i * st[1]]);
-          return;
-        }
-        for (int64_t i = 0; i < n; ++i) d[off[0] + i * st[0]] = static_cast<dst_t>(s[off[1] + i * st[1]]);
+        // Defined for every value, on every machine, as the CUDA copy converts: a float out of an
+        // integer type's range gets x86's answer (convert_value, kernels/base/scalar_math.h).
+        for (int64_t i = 0; i < n; ++i)
+          d[off[0] + i * st[0]] = convert_value<dst_t>(s[off[1] + i * st[1]]);
       });
     });
   });
@@ -290,7 +301,7 @@ void copy(DType dst_dtype, DType src_dtype, const StridedLoop<2>& L, void* dst, 
 void fill(DType dtype, const StridedLoop<1>& L, void* out, double value) {
   EMBER_DISPATCH_ALL(dtype, "fill", [&] {
     auto* o = static_cast<scalar_t*>(out);
-    const auto v = static_cast<scalar_t>(value);
+    const auto v = convert_value<scalar_t>(value);
     for_each_run(L, [&](const int64_t* off, int64_t n, const int64_t* st) {
       for (int64_t i = 0; i < n; ++i) o[off[0] + i * st[0]] = v;
     });

@@ -20,7 +20,7 @@ T finish_sum(Acc acc, double scale) {
   if constexpr (std::is_integral_v<Acc>) {
     if (scale == 1.0) return static_cast<T>(acc);
   }
-  return static_cast<T>(static_cast<double>(acc) * scale);
+  return convert_value<T>(static_cast<double>(acc) * scale);
 }
 
 template <typename T>
@@ -28,14 +28,16 @@ void sum_typed(int64_t outer, int64_t r, int64_t inner, const T* in, T* out, dou
   using acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
   if (inner == 1) {
     // One output per contiguous row of length r.
-    parallel_for(0, outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t o = b; o < e; ++o) {
-        const T* row = in + o * r;
-        acc_t acc = 0;
-        for (int64_t j = 0; j < r; ++j) acc = wrapping_add(acc, static_cast<acc_t>(row[j]));
-        out[o] = finish_sum<T>(acc, scale);
-      }
-    });
+    parallel_for(0, outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(r, 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t o = b; o < e; ++o) {
+                     const T* row = in + o * r;
+                     acc_t acc = 0;
+                     for (int64_t j = 0; j < r; ++j)
+                       acc = wrapping_add(acc, static_cast<acc_t>(row[j]));
+                     out[o] = finish_sum<T>(acc, scale);
+                   }
+                 });
     return;
   }
   // Column-style: for each (o, block of k) walk the r rows, adding a contiguous block at a time.
@@ -65,7 +67,8 @@ void prod_typed(int64_t outer, int64_t r, int64_t inner, const T* in, T* out) {
     std::fill(acc, acc + kn, acc_t(1));
     for (int64_t j = 0; j < r; ++j) {
       const T* row = in + (o * r + j) * inner + k0;
-      for (int64_t k = 0; k < kn; ++k) acc[k] = static_cast<acc_t>(acc[k] * static_cast<acc_t>(row[k]));
+      for (int64_t k = 0; k < kn; ++k)
+        acc[k] = static_cast<acc_t>(acc[k] * static_cast<acc_t>(row[k]));
     }
     T* dst = out + o * inner + k0;
     for (int64_t k = 0; k < kn; ++k) dst[k] = static_cast<T>(acc[k]);
@@ -206,13 +209,15 @@ void cumsum_typed(int64_t outer, int64_t r, int64_t inner, bool reverse, const T
 void reduce_sum(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* in, void* out,
                 double scale) {
   EMBER_DISPATCH_NUMERIC(dtype, "sum", [&] {
-    sum_typed<scalar_t>(outer, r, inner, static_cast<const scalar_t*>(in), static_cast<scalar_t*>(out), scale);
+    sum_typed<scalar_t>(outer, r, inner, static_cast<const scalar_t*>(in),
+                        static_cast<scalar_t*>(out), scale);
   });
 }
 
 void reduce_prod(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* in, void* out) {
   EMBER_DISPATCH_NUMERIC(dtype, "prod", [&] {
-    prod_typed<scalar_t>(outer, r, inner, static_cast<const scalar_t*>(in), static_cast<scalar_t*>(out));
+    prod_typed<scalar_t>(outer, r, inner, static_cast<const scalar_t*>(in),
+                         static_cast<scalar_t*>(out));
   });
 }
 
@@ -220,7 +225,8 @@ void reduce_prod_backward(DType dtype, int64_t outer, int64_t r, int64_t inner, 
                           const void* grad, void* grad_in) {
   EMBER_DISPATCH_FLOAT(dtype, "prod backward", [&] {
     prod_backward_typed<scalar_t>(outer, r, inner, static_cast<const scalar_t*>(in),
-                                  static_cast<const scalar_t*>(grad), static_cast<scalar_t*>(grad_in));
+                                  static_cast<const scalar_t*>(grad),
+                                  static_cast<scalar_t*>(grad_in));
   });
 }
 
@@ -234,8 +240,8 @@ void reduce_max_min(MaxMin which, DType dtype, int64_t outer, int64_t r, int64_t
   });
 }
 
-void reduce_max_min_backward(DType dtype, int64_t outer, int64_t r, int64_t inner,
-                             const void* grad, const int64_t* indices, void* grad_in) {
+void reduce_max_min_backward(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* grad,
+                             const int64_t* indices, void* grad_in) {
   EMBER_DISPATCH_FLOAT(dtype, "max/min backward", [&] {
     max_min_backward_typed<scalar_t>(outer, r, inner, static_cast<const scalar_t*>(grad), indices,
                                      static_cast<scalar_t*>(grad_in));

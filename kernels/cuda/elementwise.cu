@@ -21,8 +21,8 @@
 // architecture — to one pair per dtype instead of one per (op, dtype).
 //
 // Integer division: the op card refuses a zero divisor before the launch (core/ops/div.cpp), and
-// the quotients come from kernels/base/scalar_math.h, shared with the CPU kernels, which never divide
-// by 0 or -1 (INT64_MIN / -1 wraps to INT64_MIN on both devices).
+// the quotients come from kernels/base/scalar_math.h, shared with the CPU kernels, which never
+// divide by 0 or -1 (INT64_MIN / -1 wraps to INT64_MIN on both devices).
 #include "kernels/elementwise.h"
 
 #include <cstdint>
@@ -40,39 +40,9 @@ namespace {
 
 // ---- value conversion --------------------------------------------------------------------------
 
-// Float -> integer conversion as ember's CPU build computes it. Out of range (and NaN) it is
-// undefined in C++, and the two machines answer differently: x86 converts through a 32-bit
-// (for uint8) or 64-bit (for int64) register and yields the "integer indefinite" INT_MIN when the
-// value does not fit, keeping the low byte for uint8 (so -1.0 -> 255, 300.0 -> 44, 1e10 -> 0,
-// NaN -> 0 as uint8, and NaN -> INT64_MIN as int64); the GPU's conversion instructions saturate
-// instead (-1.0 -> 0, NaN -> 0). These helpers spell out the x86 answer so that both devices
-// agree bit for bit. In range they are plain static_casts.
-__host__ __device__ inline uint8_t float_to_uint8(double x) {
-  const bool fits_int32 = x > -2147483649.0 && x < 2147483648.0;  // false for NaN
-  return fits_int32 ? static_cast<uint8_t>(static_cast<uint32_t>(static_cast<int32_t>(x))) : 0;
-}
-__host__ __device__ inline int64_t float_to_int64(double x) {
-  const bool fits_int64 = x >= -9223372036854775808.0 && x < 9223372036854775808.0;
-  return fits_int64 ? static_cast<int64_t>(x) : INT64_MIN;
-}
-
-// static_cast, except: to bool, any nonzero value (NaN included) is true, as a C++ bool
-// conversion; float -> uint8 / int64 as above, float -> int32 as the CPU's copy converts
-// (float_to_int32, kernels/base/scalar_math.h: INT32_MIN out of range).
-template <typename To, typename From>
-__host__ __device__ inline To convert(From x) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return x != From(0);
-  } else if constexpr (std::is_same_v<To, uint8_t> && std::is_floating_point_v<From>) {
-    return float_to_uint8(static_cast<double>(x));
-  } else if constexpr (std::is_same_v<To, int64_t> && std::is_floating_point_v<From>) {
-    return float_to_int64(static_cast<double>(x));
-  } else if constexpr (std::is_same_v<To, int32_t> && std::is_floating_point_v<From>) {
-    return float_to_int32(x);
-  } else {
-    return static_cast<To>(x);
-  }
-}
+// Every value conversion (copy, unary results of integer tensors, arange, fill) goes through
+// convert_value (kernels/base/scalar_math.h), the CPU kernels' definition: a float out of an
+// integer type's range gives x86's answer, where the GPU's own conversion would saturate.
 
 // ---- device math in the element type -------------------------------------------------------
 // exp_t, log_t, sqrt_t, tanh_t, pow_t: CUDA's precise functions in the element type
@@ -91,9 +61,10 @@ __device__ inline double mul_rn(double a, double b) { return __dmul_rn(a, b); }
 
 // out = op(in), the CPU's per-element definition (kernels/cpu/elementwise.cpp unary_scalar):
 // abs(-0) = +0, sign(NaN) = 0, relu(NaN) = NaN, relu(-0) = -0, pow(x, 2) = x * x,
-// pow(x, 0.5) = sqrt(x), pow(x, -0.5) = 1 / sqrt(x) (and 3, -1, -2 likewise). Integer dtypes: -x and abs wrap (INT64_MIN stays INT64_MIN), x * x wraps,
-// integer powers are exact (kernels/base/scalar_math.h); the op cards send no integer tensor to the
-// transcendental ops (they compute those in float32), which run in double here if one comes.
+// pow(x, 0.5) = sqrt(x), pow(x, -0.5) = 1 / sqrt(x) (and 3, -1, -2 likewise). Integer dtypes: -x
+// and abs wrap (INT64_MIN stays INT64_MIN), x * x wraps, integer powers are exact
+// (kernels/base/scalar_math.h); the op cards send no integer tensor to the transcendental ops (they
+// compute those in float32), which run in double here if one comes.
 template <typename T>
 struct UnaryFn {
   UnaryOp op;
@@ -127,9 +98,9 @@ struct UnaryFn {
       const double xd = static_cast<double>(x);
       switch (op) {
         case UnaryOp::Neg: return wrapping_neg(x);
-        case UnaryOp::Exp: return convert<T>(exp_t(xd));
-        case UnaryOp::Log: return convert<T>(log_t(xd));
-        case UnaryOp::Sqrt: return convert<T>(sqrt_t(xd));
+        case UnaryOp::Exp: return convert_value<T>(exp_t(xd));
+        case UnaryOp::Log: return convert_value<T>(log_t(xd));
+        case UnaryOp::Sqrt: return convert_value<T>(sqrt_t(xd));
         case UnaryOp::Abs:
           if constexpr (std::is_signed_v<T>) return x < T(0) ? wrapping_neg(x) : x;
           else return x;
@@ -137,8 +108,8 @@ struct UnaryFn {
           if constexpr (std::is_signed_v<T>) return static_cast<T>((T(0) < x) - (x < T(0)));
           else return static_cast<T>(x > T(0) ? 1 : 0);
         case UnaryOp::Relu: return x > T(0) ? x : T(0);
-        case UnaryOp::Sigmoid: return convert<T>(1.0 / (1.0 + exp_t(-xd)));
-        case UnaryOp::Tanh: return convert<T>(tanh_t(xd));
+        case UnaryOp::Sigmoid: return convert_value<T>(1.0 / (1.0 + exp_t(-xd)));
+        case UnaryOp::Tanh: return convert_value<T>(tanh_t(xd));
         case UnaryOp::Pow: return int_pow(x, static_cast<int64_t>(param));
         case UnaryOp::Square: return wrapping_mul(x, x);
       }
@@ -220,10 +191,10 @@ struct WhereFn {
   __device__ U operator()(bool cond, U a, U b) const { return cond ? a : b; }
 };
 
-// dst = src converted (see convert() above for bool and float -> uint8).
+// dst = src converted, as the CPU converts (convert_value, kernels/base/scalar_math.h).
 template <typename To, typename From>
 struct CastFn {
-  __device__ To operator()(From x) const { return convert<To>(x); }
+  __device__ To operator()(From x) const { return convert_value<To>(x); }
 };
 
 // out = a fixed bit pattern of the element's size (the value converted on the host).
@@ -247,12 +218,28 @@ struct alignas(sizeof(T) * V) Vec {
 };
 
 // The unsigned word of a given byte size (the type a vector travels as).
-template <int Bytes> struct WordOf;
-template <> struct WordOf<1> { using type = uint8_t; };
-template <> struct WordOf<2> { using type = uint16_t; };
-template <> struct WordOf<4> { using type = uint32_t; };
-template <> struct WordOf<8> { using type = uint64_t; };
-template <> struct WordOf<16> { using type = uint4; };
+template <int Bytes>
+struct WordOf;
+template <>
+struct WordOf<1> {
+  using type = uint8_t;
+};
+template <>
+struct WordOf<2> {
+  using type = uint16_t;
+};
+template <>
+struct WordOf<4> {
+  using type = uint32_t;
+};
+template <>
+struct WordOf<8> {
+  using type = uint64_t;
+};
+template <>
+struct WordOf<16> {
+  using type = uint4;
+};
 
 // One load of V consecutive elements as a single word (p must be aligned to sizeof(T) * V).
 // The memcpy into the register-held Vec is a free reinterpretation of the loaded bits.
@@ -338,9 +325,9 @@ __global__ void __launch_bounds__(kBlock)
 // Memory: i walks the loop's shape in row-major order, which for a freshly allocated output
 // is its memory order, so consecutive threads write consecutive output elements (coalesced);
 // inputs are read at their own strides (a transposed input reads with a stride — the price of
-// not copying it; a broadcast input has stride 0 and is one cached value). A 1-d loop (e.g. tensor op scalar, a
-// strided 1-d view) skips the div/mod walk: off[k] = i * stride[k]. The walk divides in Index
-// (uint32_t below 2^31 elements, see rows_kernel). No shared memory.
+// not copying it; a broadcast input has stride 0 and is one cached value). A 1-d loop (e.g. tensor
+// op scalar, a strided 1-d view) skips the div/mod walk: off[k] = i * stride[k]. The walk divides
+// in Index (uint32_t below 2^31 elements, see rows_kernel). No shared memory.
 template <typename Index, typename F, typename Out, typename... In>
 __global__ void __launch_bounds__(kBlock)
     strided_kernel(StridedLoop<1 + sizeof...(In)> L, F f, Out* out, const In*... in) {
@@ -429,7 +416,8 @@ void launch_elementwise(const StridedLoop<1 + sizeof...(In)>& L, const F& f, Out
     constexpr int V = kVecBytes / max_size<Out, In...>();
     const bool vectorized = vec_aligned<V>(out) && (vec_aligned<V>(in) && ...);
     const int64_t items = vectorized ? (n + V - 1) / V : n;
-    EMBER_LAUNCH(grid_for(items), kBlock, 0, stream(), contiguous_kernel<V>)(n, vectorized, f, out, in...);
+    EMBER_LAUNCH(grid_for(items), kBlock, 0, stream(), contiguous_kernel<V>)
+    (n, vectorized, f, out, in...);
     EMBER_LAUNCH_CHECK("elementwise contiguous_kernel");
     return;
   }
@@ -439,9 +427,11 @@ void launch_elementwise(const StridedLoop<1 + sizeof...(In)>& L, const F& f, Out
   unsigned whole = 0;
   if (V > 1 && rows_path<V>(L, aligned, &whole)) {
     if (n <= INT32_MAX) {
-      EMBER_LAUNCH(grid_for(n / V), kBlock, 0, stream(), rows_kernel<V, uint32_t>)(L, whole, f, out, in...);
+      EMBER_LAUNCH(grid_for(n / V), kBlock, 0, stream(), rows_kernel<V, uint32_t>)
+      (L, whole, f, out, in...);
     } else {
-      EMBER_LAUNCH(grid_for(n / V), kBlock, 0, stream(), rows_kernel<V, int64_t>)(L, whole, f, out, in...);
+      EMBER_LAUNCH(grid_for(n / V), kBlock, 0, stream(), rows_kernel<V, int64_t>)
+      (L, whole, f, out, in...);
     }
     EMBER_LAUNCH_CHECK("elementwise rows_kernel");
   } else if (n <= INT32_MAX) {
@@ -462,7 +452,7 @@ template <typename T>
 __global__ void __launch_bounds__(kBlock)
     arange_kernel(T* out, int64_t n, double start, double step) {
   for (const int64_t i : grid_stride(n))
-    out[i] = convert<T>(fma(static_cast<double>(i), step, start));
+    out[i] = convert_value<T>(fma(static_cast<double>(i), step, start));
 }
 
 // The unsigned word type of T's size: pure data movement (where, same-dtype copies, fills)
@@ -513,7 +503,8 @@ void copy(DType dst_dtype, DType src_dtype, const StridedLoop<2>& L, void* dst, 
     // Same dtype: the bytes themselves. A dense run is one device-to-device memcpy (the copy
     // engine's bandwidth, the yardstick of the benchmarks); a strided one moves words.
     if (L.is_contiguous()) {
-      EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(L.numel) * dtype_size(dst_dtype),
+      EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src,
+                                       static_cast<size_t>(L.numel) * dtype_size(dst_dtype),
                                        cudaMemcpyDeviceToDevice, stream()));
       return;
     }
@@ -537,7 +528,7 @@ void copy(DType dst_dtype, DType src_dtype, const StridedLoop<2>& L, void* dst, 
 void fill(DType dtype, const StridedLoop<1>& L, void* out, double value) {
   EMBER_DISPATCH_ALL(dtype, "fill", [&] {
     using U = word_t<scalar_t>;
-    const scalar_t v = convert<scalar_t>(value);  // on the host, once
+    const scalar_t v = convert_value<scalar_t>(value);  // on the host, once
     U bits;
     std::memcpy(&bits, &v, sizeof bits);
     // A dense fill whose bytes are all equal (zeros above all: every gradient buffer starts
@@ -547,8 +538,8 @@ void fill(DType dtype, const StridedLoop<1>& L, void* out, double value) {
     bool same_bytes = true;
     for (size_t i = 1; i < sizeof(U); ++i) same_bytes = same_bytes && bytes[i] == bytes[0];
     if (L.numel > 0 && L.is_contiguous() && same_bytes) {
-      EMBER_CUDA_CHECK(cudaMemsetAsync(out, bytes[0], static_cast<size_t>(L.numel) * sizeof(U),
-                                       stream()));
+      EMBER_CUDA_CHECK(
+          cudaMemsetAsync(out, bytes[0], static_cast<size_t>(L.numel) * sizeof(U), stream()));
       return;
     }
     launch_elementwise(L, FillFn<U>{bits}, static_cast<U*>(out));
@@ -558,8 +549,8 @@ void fill(DType dtype, const StridedLoop<1>& L, void* out, double value) {
 void arange(DType dtype, void* out, int64_t n, double start, double step) {
   if (n <= 0) return;
   EMBER_DISPATCH_ALL(dtype, "arange", [&] {
-    EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), arange_kernel<scalar_t>)(static_cast<scalar_t*>(out), n,
-                                                                   start, step);
+    EMBER_LAUNCH(grid_for(n), kBlock, 0, stream(), arange_kernel<scalar_t>)
+    (static_cast<scalar_t*>(out), n, start, step);
     EMBER_LAUNCH_CHECK("arange_kernel");
   });
 }

@@ -40,8 +40,8 @@
 #include <mutex>
 #include <type_traits>
 
-#include "kernels/cuda/launch.cuh"
 #include "kernels/base/scalar_math.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace ember::kernels::cuda {
 
@@ -50,9 +50,9 @@ namespace {
 constexpr int kWarp = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 
-constexpr int kRowWarps = 8;        // warps per block in the row and finish kernels (256 threads)
-constexpr int kColumnWidth = 32;    // consecutive k per block in the column kernel (one warp)
-constexpr int kColumnSlices = 8;    // j slices per block in the column kernel (256 threads)
+constexpr int kRowWarps = 8;      // warps per block in the row and finish kernels (256 threads)
+constexpr int kColumnWidth = 32;  // consecutive k per block in the column kernel (one warp)
+constexpr int kColumnSlices = 8;  // j slices per block in the column kernel (256 threads)
 constexpr int64_t kThreadRowMax = 16;      // rows up to this length: one thread each
 constexpr int64_t kWarpRowMax = 2048;      // rows up to this length: one warp each (<= 64 per lane)
 constexpr int64_t kTargetBlocks = 1024;    // split r until about this many blocks are busy...
@@ -67,24 +67,6 @@ std::mutex g_partials_mutex;
 
 __host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 __host__ __device__ inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-// static_cast, except double -> uint8 / int64 out of range, which follow x86 (what ember's CPU
-// build computes) instead of the GPU's saturation: see convert() in kernels/cuda/elementwise.cu.
-// Only reachable through overflowing sums (a uint8 sum above 2^31, an int64 sum scaled past 2^63).
-template <typename To>
-__device__ inline To from_double(double x) {
-  if constexpr (std::is_same_v<To, uint8_t>) {
-    const bool fits_int32 = x > -2147483649.0 && x < 2147483648.0;  // false for NaN
-    return fits_int32 ? static_cast<uint8_t>(static_cast<uint32_t>(static_cast<int32_t>(x))) : 0;
-  } else if constexpr (std::is_same_v<To, int64_t>) {
-    const bool fits_int64 = x >= -9223372036854775808.0 && x < 9223372036854775808.0;
-    return fits_int64 ? static_cast<int64_t>(x) : INT64_MIN;
-  } else if constexpr (std::is_same_v<To, int32_t>) {
-    return float_to_int32(x);  // kernels/base/scalar_math.h, as the CPU converts
-  } else {
-    return static_cast<To>(x);
-  }
-}
 
 // __shfl_down_sync for every type an accumulator holds (1-byte types travel as int).
 template <typename T>
@@ -124,7 +106,7 @@ struct SumReducer {
         return;
       }
     }
-    out[o] = from_double<T>(static_cast<double>(a) * scale);
+    out[o] = convert_value<T>(static_cast<double>(a) * scale);
   }
 };
 
@@ -145,8 +127,7 @@ struct ProdReducer {
   __device__ Acc shuffle_down(Acc a, int delta) const {
     if constexpr (std::is_same_v<Acc, uint64_t>)
       return static_cast<uint64_t>(shfl_down(static_cast<int64_t>(a), delta));
-    else
-      return shfl_down(a, delta);
+    else return shfl_down(a, delta);
   }
   __device__ void store(int64_t o, Acc a) const { out[o] = static_cast<T>(a); }
 };
@@ -274,7 +255,8 @@ __global__ void __launch_bounds__(kWarp * kRowWarps)
       const int64_t j0 = part * chunk, j1 = min64(r, j0 + chunk);
       const typename R::elem_t* row = in + o * r;
       Acc a = red.identity();
-      for (int64_t j = j0 + lane; j < j1; j += kWarp) a = red.combine(a, red.from_element(row[j], j));
+      for (int64_t j = j0 + lane; j < j1; j += kWarp)
+        a = red.combine(a, red.from_element(row[j], j));
       a = warp_reduce(red, a);
       if (lane == 0) emit(red, partials, splits, o, part, a);
     }
@@ -285,7 +267,8 @@ __global__ void __launch_bounds__(kWarp * kRowWarps)
     const int64_t j0 = part * chunk, j1 = min64(r, j0 + chunk);
     const typename R::elem_t* row = in + o * r;
     Acc a = red.identity();
-    for (int64_t j = j0 + t; j < j1; j += kWarp * kRowWarps) a = red.combine(a, red.from_element(row[j], j));
+    for (int64_t j = j0 + t; j < j1; j += kWarp * kRowWarps)
+      a = red.combine(a, red.from_element(row[j], j));
     a = warp_reduce(red, a);
     if (lane == 0) smem[warp] = a;
     __syncthreads();
@@ -394,12 +377,12 @@ void run_reduction(const R& red, const typename R::elem_t* in, int64_t outer, in
                                           : RowMode::BlockPerSegment;
   int slices = kColumnSlices;  // j-slices of a column block: fewer when r < 8
   while (slices > 1 && slices / 2 >= r) slices /= 2;
-  const int64_t tiles = ceil_div(inner, static_cast<int64_t>(kColumnWidth) * (kColumnSlices / slices));
+  const int64_t tiles =
+      ceil_div(inner, static_cast<int64_t>(kColumnWidth) * (kColumnSlices / slices));
   int64_t splits = 1;
   if (rows && mode == RowMode::BlockPerSegment)
     splits = choose_splits(outer, r, kMinRowSegment, outputs);
-  else if (!rows)
-    splits = choose_splits(outer * tiles, r, kMinColumnSegment, outputs);
+  else if (!rows) splits = choose_splits(outer * tiles, r, kMinColumnSegment, outputs);
   int64_t chunk = r;
   if (splits > 1) {
     chunk = ceil_div(r, splits);
@@ -420,18 +403,20 @@ void run_reduction(const R& red, const typename R::elem_t* in, int64_t outer, in
     const unsigned grid = mode == RowMode::ThreadPerRow     ? grid_for(outer, kWarp * kRowWarps)
                           : mode == RowMode::WarpPerSegment ? grid_for(segments, kRowWarps)
                                                             : grid_for(segments, 1);
-    EMBER_LAUNCH(grid, dim3(kWarp, kRowWarps), 0, stream(), reduce_rows_kernel)(red, in, outer, r, splits,
-                                                                      chunk, mode, partials);
+    EMBER_LAUNCH(grid, dim3(kWarp, kRowWarps), 0, stream(), reduce_rows_kernel)
+    (red, in, outer, r, splits, chunk, mode, partials);
     EMBER_LAUNCH_CHECK("reduce_rows_kernel");
   } else {
     const int64_t items = outer * tiles * splits;
-    EMBER_LAUNCH(grid_for(items, 1), dim3(kColumnWidth, kColumnSlices), 0, stream(), reduce_columns_kernel)(
-        red, in, outer, r, inner, slices, splits, chunk, partials);
+    EMBER_LAUNCH(grid_for(items, 1), dim3(kColumnWidth, kColumnSlices), 0, stream(),
+                 reduce_columns_kernel)
+    (red, in, outer, r, inner, slices, splits, chunk, partials);
     EMBER_LAUNCH_CHECK("reduce_columns_kernel");
   }
   if (splits > 1) {
-    EMBER_LAUNCH(grid_for(outputs, kRowWarps), dim3(kWarp, kRowWarps), 0, stream(), reduce_finish_kernel)(
-        red, partials, outputs, splits);
+    EMBER_LAUNCH(grid_for(outputs, kRowWarps), dim3(kWarp, kRowWarps), 0, stream(),
+                 reduce_finish_kernel)
+    (red, partials, outputs, splits);
     EMBER_LAUNCH_CHECK("reduce_finish_kernel");
   }
 }
@@ -534,9 +519,9 @@ void reduce_prod_backward(DType dtype, int64_t outer, int64_t r, int64_t inner, 
   const int64_t outputs = outer * inner;
   EMBER_DISPATCH_FLOAT(dtype, "prod backward", [&] {
     if (outputs <= 0 || r <= 0) return;
-    EMBER_LAUNCH(grid_for(outputs), kBlock, 0, stream(), prod_backward_kernel<scalar_t>)(
-        outer, r, inner, static_cast<const scalar_t*>(in), static_cast<const scalar_t*>(grad),
-        static_cast<scalar_t*>(grad_in));
+    EMBER_LAUNCH(grid_for(outputs), kBlock, 0, stream(), prod_backward_kernel<scalar_t>)
+    (outer, r, inner, static_cast<const scalar_t*>(in), static_cast<const scalar_t*>(grad),
+     static_cast<scalar_t*>(grad_in));
     EMBER_LAUNCH_CHECK("prod_backward_kernel");
   });
 }
@@ -545,8 +530,8 @@ void reduce_max_min(MaxMin which, DType dtype, int64_t outer, int64_t r, int64_t
                     const void* in, void* values, int64_t* indices) {
   const char* name = which == MaxMin::Max ? "max" : "min";
   if (outer * inner <= 0) return;
-  EMBER_CHECK(r >= 1, name, ": cannot reduce over an empty dimension (size 0); there is no ",
-              name, " of no elements");
+  EMBER_CHECK(r >= 1, name, ": cannot reduce over an empty dimension (size 0); there is no ", name,
+              " of no elements");
   EMBER_DISPATCH_ALL(dtype, name, [&] {
     run_reduction(MaxMinReducer<scalar_t>{which == MaxMin::Max, static_cast<scalar_t*>(values),
                                           indices},
@@ -554,14 +539,13 @@ void reduce_max_min(MaxMin which, DType dtype, int64_t outer, int64_t r, int64_t
   });
 }
 
-void reduce_max_min_backward(DType dtype, int64_t outer, int64_t r, int64_t inner,
-                             const void* grad, const int64_t* indices, void* grad_in) {
+void reduce_max_min_backward(DType dtype, int64_t outer, int64_t r, int64_t inner, const void* grad,
+                             const int64_t* indices, void* grad_in) {
   const int64_t total = outer * r * inner;
   EMBER_DISPATCH_FLOAT(dtype, "max/min backward", [&] {
     if (total <= 0) return;  // nothing to write (the dtype is checked first)
-    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), max_min_backward_kernel<scalar_t>)(
-        total, r, inner, static_cast<const scalar_t*>(grad), indices,
-        static_cast<scalar_t*>(grad_in));
+    EMBER_LAUNCH(grid_for(total), kBlock, 0, stream(), max_min_backward_kernel<scalar_t>)
+    (total, r, inner, static_cast<const scalar_t*>(grad), indices, static_cast<scalar_t*>(grad_in));
     EMBER_LAUNCH_CHECK("max_min_backward_kernel");
   });
 }
