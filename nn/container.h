@@ -13,10 +13,20 @@ namespace ember::nn {
 // Layers applied one after another; each is registered as a child named by its position
 // ("0", "1", ...), so parameters are named "0.weight", "0.bias", "2.weight" as in PyTorch.
 //
-//   auto model = std::make_shared<nn::Sequential>(
-//       std::make_shared<nn::Flatten>(),
-//       std::make_shared<nn::Linear>(784, 512), std::make_shared<nn::ReLU>(),
-//       std::make_shared<nn::Linear>(512, 10));
+//   nn::Sequential model{std::make_shared<nn::Flatten>(),
+//                        std::make_shared<nn::Linear>(784, 512), std::make_shared<nn::ReLU>(),
+//                        std::make_shared<nn::Linear>(512, 10)};
+//
+// Braces, not parentheses. A layer draws its initial weights from the global generator when it
+// is made, so the order in which the layers are made decides every weight. C++ leaves the order
+// of a call's arguments to the compiler: in `Sequential(a, b, c)` GCC makes c first on x86-64
+// and a first on aarch64 (clang: a first everywhere), so after manual_seed(0) the same line gives
+// other weights on each machine, and on x86-64 not PyTorch's, whose layers are made in order.
+// Inside braces the order is left to right on every compiler. As a shared_ptr, made in order:
+//
+//   auto model = std::make_shared<nn::Sequential>();
+//   model->push_back(std::make_shared<nn::Linear>(784,
+//   512)).push_back(std::make_shared<nn::ReLU>());
 class Sequential : public Layer {
  public:
   Sequential() = default;

@@ -35,9 +35,11 @@ void train_and_check(bool use_adam) {
   auto [x, y] = quadrants(2000, 11);
   auto [xv, yv] = quadrants(500, 12);
   manual_seed(5);
-  nn::Sequential model(std::make_shared<nn::Linear>(2, 32), std::make_shared<nn::ReLU>(),
+  // Braces, not parentheses: the layers are then made, and draw their initial weights, from left
+  // to right on every compiler (nn/container.h says why), so the run is the same on every machine.
+  nn::Sequential model{std::make_shared<nn::Linear>(2, 32), std::make_shared<nn::ReLU>(),
                        std::make_shared<nn::Linear>(32, 32), std::make_shared<nn::ReLU>(),
-                       std::make_shared<nn::Linear>(32, 4));
+                       std::make_shared<nn::Linear>(32, 4)};
   nn::CrossEntropyLoss criterion;
   std::unique_ptr<optim::Optimizer> opt;
   if (use_adam) {
@@ -45,8 +47,11 @@ void train_and_check(bool use_adam) {
     o.lr = 1e-2;
     opt = std::make_unique<optim::Adam>(model.parameters(), o);
   } else {
+    // lr 0.05: with 0.1 (and momentum 0.9) the last epoch's loss wanders between 0.10 and 0.15
+    // over initial weights (seeds 1-10), so the bounds below would test the seed's luck; at 0.05
+    // every one of those seeds ends below 0.10 with accuracy 0.958 or more.
     optim::SGDOptions o;
-    o.lr = 0.1;
+    o.lr = 0.05;
     o.momentum = 0.9;
     opt = std::make_unique<optim::SGD>(model.parameters(), o);
   }
@@ -69,7 +74,8 @@ void train_and_check(bool use_adam) {
       epoch_loss += loss.item() / static_cast<double>(loader.size());
     }
   }
-  INFO((use_adam ? "Adam" : "SGD") << ": initial loss " << initial_loss << ", final " << epoch_loss);
+  INFO((use_adam ? "Adam" : "SGD")
+       << ": initial loss " << initial_loss << ", final " << epoch_loss);
   CHECK(initial_loss > 1.2);
   CHECK(epoch_loss < 0.15);
   CHECK(accuracy(model, xv, yv) > 0.95);

@@ -91,16 +91,17 @@ void check_close(const std::vector<double>& a, const std::vector<double>& b, dou
 TEST_CASE("nn: parameters of the seed's MLP have PyTorch's dotted names and counts", "[nn]") {
   auto model = std::make_shared<FullyNeuralNetwork>();
 
-  const std::vector<std::string> expected = {
-      "layer_1.weight", "layer_1.bias", "layer_2.weight", "layer_2.bias", "layer_3.weight",
-      "layer_3.bias",   "layer_4.weight", "layer_4.bias", "layer_5.weight", "layer_5.bias"};
+  const std::vector<std::string> expected = {"layer_1.weight", "layer_1.bias",   "layer_2.weight",
+                                             "layer_2.bias",   "layer_3.weight", "layer_3.bias",
+                                             "layer_4.weight", "layer_4.bias",   "layer_5.weight",
+                                             "layer_5.bias"};
   CHECK(names_of(model->named_parameters()) == expected);
   CHECK(model->parameters().size() == 10);
   CHECK(model->parameters(/*recurse=*/false).empty());  // the MLP itself owns none
   CHECK(model->layer_1->parameters(false).size() == 2);
 
-  const int64_t total = 784 * 512 + 512 + 512 * 256 + 256 + 256 * 128 + 128 + 128 * 64 + 64 +
-                        64 * 10 + 10;
+  const int64_t total =
+      784 * 512 + 512 + 512 * 256 + 256 + 256 * 128 + 128 + 128 * 64 + 64 + 64 * 10 + 10;
   CHECK(total == 575050);
   CHECK(count_parameters(*model) == total);
 
@@ -125,9 +126,10 @@ TEST_CASE("nn: parameters of the seed's MLP have PyTorch's dotted names and coun
 }
 
 TEST_CASE("nn: Sequential names its layers by position and nests", "[nn]") {
-  auto seq = std::make_shared<nn::Sequential>(
-      std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(12, 5),
-      std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(5, 2, /*bias=*/false));
+  auto seq = std::make_shared<nn::Sequential>(std::make_shared<nn::Flatten>(),
+                                              std::make_shared<nn::Linear>(12, 5),
+                                              std::make_shared<nn::ReLU>(),
+                                              std::make_shared<nn::Linear>(5, 2, /*bias=*/false));
   CHECK(seq->size() == 4);
   CHECK(names_of(seq->named_parameters()) ==
         std::vector<std::string>{"1.weight", "1.bias", "3.weight"});
@@ -161,6 +163,29 @@ TEST_CASE("nn: Sequential names its layers by position and nests", "[nn]") {
   CHECK_THROWS_WITH(outer->push_back(nullptr), Contains("null"));
 }
 
+TEST_CASE("nn: Sequential in braces or by push_back makes its layers in order, as PyTorch",
+          "[nn]") {
+  // The weights each Linear draws when made one after another, first to last.
+  manual_seed(7);
+  const Tensor w1 = nn::Linear(3, 5).weight.detach(), w2 = nn::Linear(5, 2).weight.detach();
+  const auto same = [](const Tensor& a, const Tensor& b) {
+    return a.to_vector<float>() == b.to_vector<float>();
+  };
+  REQUIRE_FALSE(same(w1.flatten().slice(0, 0, 10), w2.flatten()));  // the two draws differ
+
+  manual_seed(7);
+  nn::Sequential braces{std::make_shared<nn::Linear>(3, 5), std::make_shared<nn::Linear>(5, 2)};
+  CHECK(same(braces.at<nn::Linear>(0)->weight, w1));
+  CHECK(same(braces.at<nn::Linear>(1)->weight, w2));
+
+  manual_seed(7);
+  auto chained = std::make_shared<nn::Sequential>();
+  chained->push_back(std::make_shared<nn::Linear>(3, 5))
+      .push_back(std::make_shared<nn::Linear>(5, 2));
+  CHECK(same(chained->at<nn::Linear>(0)->weight, w1));
+  CHECK(same(chained->at<nn::Linear>(1)->weight, w2));
+}
+
 TEST_CASE("nn: registration rejects bad names and non-leaf parameters, and tied weights count once",
           "[nn]") {
   nn::Module m;
@@ -182,8 +207,7 @@ TEST_CASE("nn: registration rejects bad names and non-leaf parameters, and tied 
   root->register_module("a", a);
   root->register_module("b", b);
   CHECK(names_of(root->named_parameters()) == std::vector<std::string>{"a.weight", "a.bias"});
-  CHECK(names_of(root->state_dict()) ==
-        std::vector<std::string>{"a.weight", "a.bias", "b.shared"});
+  CHECK(names_of(root->state_dict()) == std::vector<std::string>{"a.weight", "a.bias", "b.shared"});
 
   // A module reached through two parents is also visited once.
   auto twice = std::make_shared<nn::Module>();
@@ -480,11 +504,10 @@ TEST_CASE("nn: state_dict lists parameters then buffers, module by module", "[nn
 TEST_CASE("nn: modules print as PyTorch prints them", "[nn][print]") {
   auto seq = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(784, 512),
                                               std::make_shared<nn::ReLU>());
-  CHECK(seq->str() ==
-        "Sequential(\n"
-        "  (0): Linear(in_features=784, out_features=512, bias=True)\n"
-        "  (1): ReLU()\n"
-        ")");
+  CHECK(seq->str() == "Sequential(\n"
+                      "  (0): Linear(in_features=784, out_features=512, bias=True)\n"
+                      "  (1): ReLU()\n"
+                      ")");
 
   // Nested: a child's own children are indented one more level (PyTorch's _addindent).
   struct Net : nn::Module {
@@ -500,17 +523,16 @@ TEST_CASE("nn: modules print as PyTorch prints them", "[nn][print]") {
   };
   std::ostringstream os;
   os << Net();
-  CHECK(os.str() ==
-        "Net(\n"
-        "  (features): Sequential(\n"
-        "    (0): Flatten(start_dim=1, end_dim=-1)\n"
-        "    (1): Linear(in_features=784, out_features=512, bias=True)\n"
-        "    (2): ReLU()\n"
-        "    (3): Dropout(p=0.2)\n"
-        "    (4): Softmax(dim=1)\n"
-        "  )\n"
-        "  (head): Linear(in_features=512, out_features=10, bias=False)\n"
-        ")");
+  CHECK(os.str() == "Net(\n"
+                    "  (features): Sequential(\n"
+                    "    (0): Flatten(start_dim=1, end_dim=-1)\n"
+                    "    (1): Linear(in_features=784, out_features=512, bias=True)\n"
+                    "    (2): ReLU()\n"
+                    "    (3): Dropout(p=0.2)\n"
+                    "    (4): Softmax(dim=1)\n"
+                    "  )\n"
+                    "  (head): Linear(in_features=512, out_features=10, bias=False)\n"
+                    ")");
 
   // The default name is the C++ class name, without namespaces.
   const std::string mlp = FullyNeuralNetwork().str();
@@ -638,9 +660,9 @@ TEST_CASE("nn: CrossEntropyLoss and MSELoss equal their functional forms", "[nn]
   CHECK(per_sample.shape() == Shape{6});
   CHECK(nn::CrossEntropyLoss(w, Reduction::Sum)(logits, target).item() ==
         Approx(per_sample.sum().item()).epsilon(1e-12));
-  CHECK(nn::CrossEntropyLoss(Tensor(), Reduction::Mean, 3)(logits, target).item() ==
-        Approx(F::cross_entropy(logits, target, Tensor(), Reduction::Mean, 3).item())
-            .epsilon(1e-14));
+  CHECK(
+      nn::CrossEntropyLoss(Tensor(), Reduction::Mean, 3)(logits, target).item() ==
+      Approx(F::cross_entropy(logits, target, Tensor(), Reduction::Mean, 3).item()).epsilon(1e-14));
 
   // The gradient through the module is the functional one.
   loss.backward();
