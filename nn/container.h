@@ -25,8 +25,8 @@ namespace ember::nn {
 // Inside braces the order is left to right on every compiler. As a shared_ptr, made in order:
 //
 //   auto model = std::make_shared<nn::Sequential>();
-//   model->push_back(std::make_shared<nn::Linear>(784,
-//   512)).push_back(std::make_shared<nn::ReLU>());
+//   model->push_back(std::make_shared<nn::Linear>(784, 512))
+//       .push_back(std::make_shared<nn::ReLU>());
 class Sequential : public Layer {
  public:
   Sequential() = default;
