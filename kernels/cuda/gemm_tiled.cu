@@ -21,13 +21,18 @@
 // Per step k a thread reads 2 x SM values of A and 2 x SN values of B from shared memory (four
 // 16-byte loads) and does 64 fused multiply-adds with them: an outer product in registers.
 //
-// Staging the tiles. Each thread fetches BM*BK/256 elements of A and BK*BN/256 of B per tile,
-// in the order that makes consecutive threads read consecutive addresses: along k when A is
-// stored [M, K], along m when it is stored [K, M] (and likewise for B). Both land transposed or
-// not in shared memory so that the compute loop always reads As[k][m] and Bs[k][n], contiguous in
-// m and n. Elements outside the matrices are staged as zeros (they add nothing), so any M, N, K
-// works; only the final stores check the bounds. Rows get 4 elements of padding, which spreads
-// the column-wise stores of the staging over all banks.
+// Staging the tiles. Each thread fetches one 16-byte vector of A and one of B per tile (BM*BK/256
+// = 4 floats or 2 doubles each), along the stored operand's contiguous dimension, consecutive
+// threads on consecutive vectors: along k when A is stored [M, K], along m when it is stored
+// [K, M] (and likewise for B). Both land transposed or not in shared memory so that the compute
+// loop always reads As[k][m] and Bs[k][n], contiguous in m and n. A vector is one 16-byte load
+// when it lies inside the matrix and the operand's rows start on 16 bytes (the pointer, the
+// leading dimension and the batch stride allow it: checked once per launch); otherwise, at a
+// ragged edge or with odd leading dimensions, it is loaded element by element, with zeros
+// outside the matrix (they add nothing), so any M, N, K and any layout works. The results go out
+// the same way: a 16-byte store per run of 4 floats (2 doubles) inside C, element-wise stores
+// with bounds checks elsewhere. Rows get 4 elements of padding, which spreads the column-wise
+// stores of the staging over all banks.
 //
 // Double buffering (as rung 7): the next tile's elements are loaded into registers before the
 // current tile's FMAs, and stored to the other shared copy after them — one __syncthreads per
@@ -74,12 +79,21 @@ struct alignas(sizeof(T) * N) Pack {
   T v[N];
 };
 
-// Element (r, s) of a row-major operand stored as [R, S] (or, transposed, as [S, R]), or zero
-// outside it.
-template <typename T, bool kTrans>
-__device__ inline T load_or_zero(const T* p, int64_t ld, int64_t r, int64_t s, int64_t R, int64_t S) {
-  if (r >= R || s >= S) return T(0);
-  return kTrans ? p[s * ld + r] : p[r * ld + s];
+// V = 16 / sizeof(T) consecutive elements of a row-major operand stored as [R, S], starting at
+// (r, s): one 16-byte load where the whole vector lies inside and `aligned` says that every
+// row starts on 16 bytes, element-wise loads with zeros outside it otherwise (a ragged edge, or
+// leading dimensions that are not multiples of V).
+template <typename T, int V>
+__device__ inline void load_vector(const T* p, int64_t ld, int64_t r, int64_t s, int64_t R,
+                                   int64_t S, bool aligned, T (&out)[V]) {
+  if (aligned && r < R && s + V <= S) {
+    const Pack<T, V> v = *reinterpret_cast<const Pack<T, V>*>(p + r * ld + s);
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = v.v[i];
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = r < R && s + i < S ? p[r * ld + s + i] : T(0);
+  }
 }
 
 template <typename T, bool kTransA, bool kTransB>
@@ -87,13 +101,14 @@ __global__ void __launch_bounds__(kThreads)
     gemm_tiled_kernel(int64_t M, int64_t N, int64_t K, T alpha, const T* __restrict__ a,
                       int64_t lda, int64_t stride_a, const T* __restrict__ b, int64_t ldb,
                       int64_t stride_b, T beta, T* __restrict__ c, int64_t ldc, int64_t stride_c,
-                      int64_t batch) {
+                      int64_t batch, bool vec_a, bool vec_b, bool vec_c) {
   constexpr int BM = Tiles<T>::BM, BN = Tiles<T>::BN, BK = Tiles<T>::BK;
-  constexpr int WM = BM / 2, WN = BN / 4;         // a warp's tile: 2 x 4 warps
+  constexpr int WM = BM / 2, WN = BN / 4;          // a warp's tile: 2 x 4 warps
   constexpr int SM = WM / 2 / 8, SN = WN / 2 / 4;  // a lane's square: lanes are 8 x 4
-  constexpr int kPerA = BM * BK / kThreads, kPerB = BK * BN / kThreads;
-  static_assert(SM * sizeof(T) == 16 && SN * sizeof(T) == 16, "16-byte shared loads");
-  static_assert(kPerA >= 1 && kPerB >= 1, "every thread stages part of each tile");
+  constexpr int V = 16 / sizeof(T);                // elements in 16 bytes
+  static_assert(SM == V && SN == V, "16-byte shared loads");
+  static_assert(BM * BK == V * kThreads && BK * BN == V * kThreads,
+                "every thread stages one 16-byte vector of each tile");
 
   __shared__ __align__(16) T As[2][BK][BM + kPad];  // As[s][k][m] = op(A)[tile_m + m, k0 + k]
   __shared__ __align__(16) T Bs[2][BK][BN + kPad];  // Bs[s][k][n] = op(B)[k0 + k, tile_n + n]
@@ -106,18 +121,13 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t tile_n = static_cast<int64_t>(blockIdx.x) * BN;
   const int tiles_k = static_cast<int>((K + BK - 1) / BK);
 
-  // Where staged element q of this thread goes in the tile: (k, m) for A, (k, n) for B, with
-  // consecutive threads on consecutive addresses of the stored operand.
-  const auto a_coord = [&](int q, int* k, int* m) {
-    const int e = tid + q * kThreads;
-    if (kTransA) *k = e / BM, *m = e % BM;   // stored [K, M]: m is contiguous
-    else *m = e / BK, *k = e % BK;           // stored [M, K]: k is contiguous
-  };
-  const auto b_coord = [&](int q, int* k, int* n) {
-    const int e = tid + q * kThreads;
-    if (kTransB) *n = e / BK, *k = e % BK;   // stored [N, K]: k is contiguous
-    else *k = e / BN, *n = e % BN;           // stored [K, N]: n is contiguous
-  };
+  // The vector of each tile this thread stages: V elements along the stored operand's contiguous
+  // dimension (k for A stored [M, K], m for A stored [K, M]; n or k for B), which consecutive
+  // threads take in order, so that a warp reads whole 32-byte sectors.
+  const int a_k = kTransA ? tid / (BM / V) : (tid % (BK / V)) * V;
+  const int a_m = kTransA ? (tid % (BM / V)) * V : tid / (BK / V);
+  const int b_k = kTransB ? (tid % (BK / V)) * V : tid / (BN / V);
+  const int b_n = kTransB ? tid / (BK / V) : (tid % (BN / V)) * V;
 
   for (const int64_t z : grid_stride(blockIdx.z, batch, gridDim.z)) {
     const T* A = a + z * stride_a;
@@ -125,33 +135,35 @@ __global__ void __launch_bounds__(kThreads)
     T* C = c + z * stride_c;
     for (const int64_t tm : grid_stride(blockIdx.y, tiles_m, gridDim.y)) {
       const int64_t tile_m = tm * BM;
-      T ra[kPerA], rb[kPerB];
+      T ra[V], rb[V];
+      // This thread's vectors of the A and B tiles at depth k0, in the stored operands' (row,
+      // column) coordinates.
       const auto fetch = [&](int64_t k0) {
-#pragma unroll
-        for (int q = 0; q < kPerA; ++q) {
-          int k, m;
-          a_coord(q, &k, &m);
-          ra[q] = load_or_zero<T, kTransA>(A, lda, tile_m + m, k0 + k, M, K);
-        }
-#pragma unroll
-        for (int q = 0; q < kPerB; ++q) {
-          int k, n;
-          b_coord(q, &k, &n);
-          rb[q] = load_or_zero<T, kTransB>(B, ldb, k0 + k, tile_n + n, K, N);
-        }
+        if (kTransA) load_vector(A, lda, k0 + a_k, tile_m + a_m, K, M, vec_a, ra);
+        else load_vector(A, lda, tile_m + a_m, k0 + a_k, M, K, vec_a, ra);
+        if (kTransB) load_vector(B, ldb, tile_n + b_n, k0 + b_k, N, K, vec_b, rb);
+        else load_vector(B, ldb, k0 + b_k, tile_n + b_n, K, N, vec_b, rb);
       };
+      // A vector along m or n is one 16-byte store into its shared row; one along k goes down a
+      // column, V stores that the padding spreads over distinct banks.
       const auto stage = [&](int s) {
+        if (kTransA) {
+          Pack<T, V> v;
 #pragma unroll
-        for (int q = 0; q < kPerA; ++q) {
-          int k, m;
-          a_coord(q, &k, &m);
-          As[s][k][m] = ra[q];
+          for (int i = 0; i < V; ++i) v.v[i] = ra[i];
+          *reinterpret_cast<Pack<T, V>*>(&As[s][a_k][a_m]) = v;
+        } else {
+#pragma unroll
+          for (int i = 0; i < V; ++i) As[s][a_k + i][a_m] = ra[i];
         }
+        if (kTransB) {
 #pragma unroll
-        for (int q = 0; q < kPerB; ++q) {
-          int k, n;
-          b_coord(q, &k, &n);
-          Bs[s][k][n] = rb[q];
+          for (int i = 0; i < V; ++i) Bs[s][b_k + i][b_n] = rb[i];
+        } else {
+          Pack<T, V> v;
+#pragma unroll
+          for (int i = 0; i < V; ++i) v.v[i] = rb[i];
+          *reinterpret_cast<Pack<T, V>*>(&Bs[s][b_k][b_n]) = v;
         }
       };
 
@@ -175,8 +187,10 @@ __global__ void __launch_bounds__(kThreads)
           T rm[2 * SM], rn[2 * SN];
 #pragma unroll
           for (int sq = 0; sq < 2; ++sq) {
-            const Pack<T, SM> pa = *reinterpret_cast<const Pack<T, SM>*>(&As[cur][k][m_base + sq * (WM / 2)]);
-            const Pack<T, SN> pb = *reinterpret_cast<const Pack<T, SN>*>(&Bs[cur][k][n_base + sq * (WN / 2)]);
+            const Pack<T, SM> pa =
+                *reinterpret_cast<const Pack<T, SM>*>(&As[cur][k][m_base + sq * (WM / 2)]);
+            const Pack<T, SN> pb =
+                *reinterpret_cast<const Pack<T, SN>*>(&Bs[cur][k][n_base + sq * (WN / 2)]);
 #pragma unroll
             for (int i = 0; i < SM; ++i) rm[sq * SM + i] = pa.v[i];
 #pragma unroll
@@ -192,18 +206,33 @@ __global__ void __launch_bounds__(kThreads)
         __syncthreads();
       }
 
-      // C = alpha * acc + beta * C; beta == 0 never reads C (it may hold NaN garbage).
+      // C = alpha * acc + beta * C; beta == 0 never reads C (it may hold NaN garbage). Each of
+      // the thread's rows holds two runs of SN = V consecutive outputs: one 16-byte store each
+      // (and a 16-byte load of C when beta != 0) where the run lies inside C and C's rows start
+      // on 16 bytes, element by element otherwise.
+      const auto result = [&](T acc_v, const T* out) {
+        const T v = alpha == T(1) ? acc_v : alpha * acc_v;
+        return beta == T(0) ? v : fma_t(beta, *out, v);
+      };
 #pragma unroll
       for (int i = 0; i < 2 * SM; ++i) {
         const int64_t row = tile_m + m_base + (i / SM) * (WM / 2) + (i % SM);
         if (row >= M) continue;
 #pragma unroll
-        for (int j = 0; j < 2 * SN; ++j) {
-          const int64_t col = tile_n + n_base + (j / SN) * (WN / 2) + (j % SN);
-          if (col >= N) continue;
+        for (int sq = 0; sq < 2; ++sq) {
+          const int64_t col = tile_n + n_base + sq * (WN / 2);
           T* out = C + row * ldc + col;
-          const T v = alpha == T(1) ? acc[i][j] : alpha * acc[i][j];
-          *out = beta == T(0) ? v : fma_t(beta, *out, v);
+          if (vec_c && col + SN <= N) {
+            Pack<T, SN> v;
+            if (beta != T(0)) v = *reinterpret_cast<const Pack<T, SN>*>(out);
+#pragma unroll
+            for (int j = 0; j < SN; ++j) v.v[j] = result(acc[i][sq * SN + j], &v.v[j]);
+            *reinterpret_cast<Pack<T, SN>*>(out) = v;
+          } else {
+#pragma unroll
+            for (int j = 0; j < SN; ++j)
+              if (col + j < N) out[j] = result(acc[i][sq * SN + j], out + j);
+          }
         }
       }
     }
@@ -220,25 +249,37 @@ void launch_tiled(int64_t M, int64_t N, int64_t K, double alpha, const void* a, 
   // x is exact (one block per column tile); the blocks stride over row tiles (y) and batch (z).
   const dim3 grid(static_cast<unsigned>(tiles_n), strided_blocks(tiles_m, 65535),
                   strided_blocks(batch, 65535));
-  EMBER_LAUNCH(grid, kThreads, 0, stream(), gemm_tiled_kernel<T, kTransA, kTransB>)(
-      M, N, K, static_cast<T>(alpha), static_cast<const T*>(a), lda, stride_a,
-      static_cast<const T*>(b), ldb, stride_b, static_cast<T>(beta), static_cast<T*>(c), ldc,
-      stride_c, batch);
+  // 16-byte accesses need every row of every matrix of the batch to start on 16 bytes.
+  constexpr int64_t V = 16 / sizeof(T);
+  const auto rows_aligned = [batch](const void* p, int64_t ld, int64_t stride) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0 && ld % V == 0 &&
+           (batch == 1 || stride % V == 0);
+  };
+  EMBER_LAUNCH(grid, kThreads, 0, stream(), gemm_tiled_kernel<T, kTransA, kTransB>)
+  (M, N, K, static_cast<T>(alpha), static_cast<const T*>(a), lda, stride_a,
+   static_cast<const T*>(b), ldb, stride_b, static_cast<T>(beta), static_cast<T*>(c), ldc, stride_c,
+   batch, rows_aligned(a, lda, stride_a), rows_aligned(b, ldb, stride_b),
+   rows_aligned(c, ldc, stride_c));
   EMBER_LAUNCH_CHECK("gemm_tiled_kernel");
 }
 
 template <typename T>
 void dispatch(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
               const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
-              int64_t stride_b, double beta, void* c, int64_t ldc, int64_t stride_c, int64_t batch) {
+              int64_t stride_b, double beta, void* c, int64_t ldc, int64_t stride_c,
+              int64_t batch) {
   if (trans_a && trans_b)
-    launch_tiled<T, true, true>(M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
+    launch_tiled<T, true, true>(M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
+                                stride_c, batch);
   else if (trans_a)
-    launch_tiled<T, true, false>(M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
+    launch_tiled<T, true, false>(M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
+                                 stride_c, batch);
   else if (trans_b)
-    launch_tiled<T, false, true>(M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
+    launch_tiled<T, false, true>(M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
+                                 stride_c, batch);
   else
-    launch_tiled<T, false, false>(M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
+    launch_tiled<T, false, false>(M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
+                                  stride_c, batch);
 }
 
 }  // namespace
@@ -249,9 +290,11 @@ void gemm_tiled(DType dtype, bool trans_a, bool trans_b, int64_t M, int64_t N, i
                 int64_t batch) {
   if (M == 0 || N == 0 || batch == 0) return;
   if (dtype == DType::Float64)
-    dispatch<double>(trans_a, trans_b, M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
+    dispatch<double>(trans_a, trans_b, M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c,
+                     ldc, stride_c, batch);
   else
-    dispatch<float>(trans_a, trans_b, M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
+    dispatch<float>(trans_a, trans_b, M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c,
+                    ldc, stride_c, batch);
 }
 
 }  // namespace ember::kernels::cuda

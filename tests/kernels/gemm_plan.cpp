@@ -20,6 +20,9 @@
 #include "core/ember.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemm_plan.h"
+#if defined(EMBER_CUDA_EMULATED)
+#include "kernels/emulator/emulator.h"
+#endif
 
 using ember::kernels::cuda::CublasGemmArgs;
 using ember::kernels::cuda::plan_cublas_gemm;
@@ -68,10 +71,10 @@ void reference_column_major(const CublasGemmArgs& p, int64_t batch, double alpha
 
 // ember's contract read directly (kernels/cpu/gemm.h): row-major, C[i, j] = c[i * ldc + j],
 // op(A)[i, l] = a[i * lda + l] or, transposed storage, a[l * lda + i]; likewise B.
-void reference_row_major(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                         double alpha, const double* a, int64_t lda, int64_t stride_a,
-                         const double* b, int64_t ldb, int64_t stride_b, double beta, double* c,
-                         int64_t ldc, int64_t stride_c, int64_t batch) {
+void reference_row_major(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
+                         const double* a, int64_t lda, int64_t stride_a, const double* b,
+                         int64_t ldb, int64_t stride_b, double beta, double* c, int64_t ldc,
+                         int64_t stride_c, int64_t batch) {
   for (int64_t q = 0; q < batch; ++q) {
     const double* aq = a + q * stride_a;
     const double* bq = b + q * stride_b;
@@ -99,7 +102,8 @@ int64_t span(int64_t rows, int64_t cols, int64_t ld) {
 // Small integers, different for every position and every buffer (exact in double).
 Buffer pattern(int64_t n, int salt) {
   Buffer v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>((i * 7 + salt * 13) % 11 - 5);
+  for (int64_t i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] = static_cast<double>((i * 7 + salt * 13) % 11 - 5);
   return v;
 }
 
@@ -109,16 +113,17 @@ struct Case {
   bool trans_a = false, trans_b = false;
   int64_t M = 1, N = 1, K = 1;
   int64_t lda = 0, ldb = 0, ldc = 0;  // 0: the minimum plus pad
-  int64_t pad = 0;                     // extra elements per row beyond the minimum
+  int64_t pad = 0;                    // extra elements per row beyond the minimum
   double alpha = 1.0, beta = 0.0;
   int64_t batch = 1;
   bool broadcast_a = false, broadcast_b = false;  // batch stride 0: one matrix for every product
+  int64_t stride_multiple = 1;  // batch strides rounded up to a multiple of this many elements
 };
 
 // One case's buffers and layout: leading dimensions (the minimum plus pad, unless given), batch
-// strides (whole matrices plus a gap of 5 elements that must stay untouched too), A and B filled
-// with small integers and C with other ones, or with NaN inside the matrices when beta == 0 (C is
-// not read then: a NaN must not show up in the result).
+// strides (whole matrices plus a gap of at least 5 elements that must stay untouched too), A and B
+// filled with small integers and C with other ones, or with NaN inside the matrices when beta == 0
+// (C is not read then: a NaN must not show up in the result).
 struct Operands {
   int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
   Buffer a, b, c;
@@ -131,16 +136,20 @@ Operands operands(const Case& cs) {
   o.lda = cs.lda > 0 ? cs.lda : a_cols + cs.pad;
   o.ldb = cs.ldb > 0 ? cs.ldb : b_cols + cs.pad;
   o.ldc = cs.ldc > 0 ? cs.ldc : cs.N + cs.pad;
-  o.stride_a = cs.broadcast_a ? 0 : span(a_rows, a_cols, o.lda) + 5;
-  o.stride_b = cs.broadcast_b ? 0 : span(b_rows, b_cols, o.ldb) + 5;
-  o.stride_c = span(cs.M, cs.N, o.ldc) + 5;
+  const auto round_up = [&](int64_t n) {
+    return (n + cs.stride_multiple - 1) / cs.stride_multiple * cs.stride_multiple;
+  };
+  o.stride_a = cs.broadcast_a ? 0 : round_up(span(a_rows, a_cols, o.lda) + 5);
+  o.stride_b = cs.broadcast_b ? 0 : round_up(span(b_rows, b_cols, o.ldb) + 5);
+  o.stride_c = round_up(span(cs.M, cs.N, o.ldc) + 5);
   o.a = pattern(o.stride_a * (cs.batch - 1) + span(a_rows, a_cols, o.lda) + 1, 1);
   o.b = pattern(o.stride_b * (cs.batch - 1) + span(b_rows, b_cols, o.ldb) + 1, 2);
   o.c = pattern(o.stride_c * (cs.batch - 1) + span(cs.M, cs.N, o.ldc) + 5, 3);
   if (cs.beta == 0.0)
     for (int64_t q = 0; q < cs.batch; ++q)
       for (int64_t i = 0; i < cs.M; ++i)
-        for (int64_t j = 0; j < cs.N; ++j) o.c[static_cast<size_t>(q * o.stride_c + i * o.ldc + j)] = kNaN;
+        for (int64_t j = 0; j < cs.N; ++j)
+          o.c[static_cast<size_t>(q * o.stride_c + i * o.ldc + j)] = kNaN;
   return o;
 }
 
@@ -157,9 +166,9 @@ void check_case(const Case& cs) {
 
   reference_row_major(cs.trans_a, cs.trans_b, cs.M, cs.N, cs.K, cs.alpha, a.data(), lda, stride_a,
                       b.data(), ldb, stride_b, cs.beta, c_row.data(), ldc, stride_c, cs.batch);
-  const CublasGemmArgs p = plan_cublas_gemm(cs.trans_a, cs.trans_b, cs.M, cs.N, cs.K, a.data(),
-                                            lda, stride_a, b.data(), ldb, stride_b, c_col.data(),
-                                            ldc, stride_c);
+  const CublasGemmArgs p =
+      plan_cublas_gemm(cs.trans_a, cs.trans_b, cs.M, cs.N, cs.K, a.data(), lda, stride_a, b.data(),
+                       ldb, stride_b, c_col.data(), ldc, stride_c);
   reference_column_major(p, cs.batch, cs.alpha, cs.beta);
 
   INFO("trans_a " << cs.trans_a << " trans_b " << cs.trans_b << " M " << cs.M << " N " << cs.N
@@ -263,8 +272,8 @@ std::vector<Case> unused_ld_cases() {
       row.M = 1;
       row.N = 7;
       row.K = 13;
-      if (!ta) row.lda = 1;   // stored [1, 13]: ld is irrelevant
-      row.ldc = 1;            // C stored [1, 7]
+      if (!ta) row.lda = 1;  // stored [1, 13]: ld is irrelevant
+      row.ldc = 1;           // C stored [1, 7]
       row.alpha = 0.5;
       row.beta = -1.25;
       v.push_back(row);
@@ -320,8 +329,8 @@ TEST_CASE("gemm plan: leading dimensions that address nothing are made acceptabl
   // cuBLAS would reject ld < max(1, rows); the plan replaces it.
   for (const Case& cs : unused_ld_cases()) check_case(cs);
   // K == 0: a stored [M, 0] may come with ld 0 (nothing is ever addressed).
-  const CublasGemmArgs p = plan_cublas_gemm(false, false, 7, 5, 0, nullptr, 0, 0, nullptr, 0, 0,
-                                            nullptr, 5, 0);
+  const CublasGemmArgs p =
+      plan_cublas_gemm(false, false, 7, 5, 0, nullptr, 0, 0, nullptr, 0, 0, nullptr, 5, 0);
   CHECK(cublas_accepts(p, 1));
   CHECK(p.lda >= 1);
   CHECK(p.ldb >= 1);
@@ -368,7 +377,8 @@ void check_device_case(const Case& cs, ember::DType dtype) {
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     INFO("element " << i);
-    REQUIRE(same(got[i], static_cast<double>(dtype == kFloat32 ? static_cast<float>(want[i]) : want[i])));
+    REQUIRE(same(got[i],
+                 static_cast<double>(dtype == kFloat32 ? static_cast<float>(want[i]) : want[i])));
   }
 }
 
@@ -406,10 +416,95 @@ TEST_CASE("gemm tiled: ember's CUDA GEMM kernel computes every case of the plan 
       big.batch = 2;
       big.beta = 0.0;
       cases.push_back(big);
+      // Rows that start on 16 bytes (leading dimensions and batch strides multiples of 4
+      // elements), so that the kernel's 16-byte loads and stores run, with every edge ragged:
+      // a vector along K, M or N that reaches past the matrix falls back to element-wise
+      // accesses in the same launch.
+      Case vec;
+      vec.trans_a = ta;
+      vec.trans_b = tb;
+      vec.M = 133;
+      vec.N = 262;
+      vec.K = 37;
+      const auto multiple_of_4 = [](int64_t n) { return (n + 3) / 4 * 4; };
+      vec.lda = multiple_of_4(ta ? vec.M : vec.K);
+      vec.ldb = multiple_of_4(tb ? vec.K : vec.N);
+      vec.ldc = multiple_of_4(vec.N) + 4;
+      vec.stride_multiple = 4;
+      vec.batch = 2;
+      vec.alpha = 0.5;
+      vec.beta = -1.0;
+      cases.push_back(vec);
+      vec.beta = 0.0;
+      vec.batch = 1;
+      cases.push_back(vec);
     }
   for (DType dt : {kFloat64, kFloat32})
     for (const Case& cs : cases) check_device_case(cs, dt);
   cuda::set_gemm_backend(saved);
 }
+
+#if defined(EMBER_CUDA_EMULATED)
+// The traffic kernels/cuda/gemm_tiled.cu's comment promises, as the emulator counts it (bench_gemm
+// --emulated prints rung 09's): at M = N = K = 128 every tile is full, so per output element
+//   aligned rows    one 16-byte load per thread per operand tile: 2K / (V * BN) loads (V = 4
+//                   floats, BN = 128; V = 2 doubles, BN = 64), the bytes of 2K elements spread
+//                   over whole tiles; one 16-byte store per V outputs; with beta != 0 one
+//                   16-byte load of C per V outputs more;
+//   odd rows        leading dimensions one element longer: V element-wise loads instead of each
+//                   16-byte one, the same bytes, and one store per output.
+// in every transpose combination: a layout that never takes its 16-byte path fails here.
+TEST_CASE("gemm tiled: 16-byte accesses where the rows allow them, element-wise ones elsewhere",
+          "[cuda][gemm]") {
+  using namespace ember;
+  if (!cuda::is_available()) {
+    std::cout << "SKIPPED: no CUDA device: " << cuda::unavailable_reason() << "\n";
+    return;
+  }
+  namespace emu = ember::emu;
+  REQUIRE(emu::instrumented());
+  const cuda::GemmBackend saved = cuda::gemm_backend();
+  cuda::set_gemm_backend(cuda::GemmBackend::Ember);
+  const int64_t n = 128;
+  const double outputs = static_cast<double>(n * n);
+  for (DType dt : {kFloat32, kFloat64})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (int64_t extra : {0, 1})
+          for (double beta : {0.0, 2.0}) {
+            const double V = dt == kFloat32 ? 4 : 2, BN = dt == kFloat32 ? 128 : 64;
+            const double elem = dt == kFloat32 ? 4 : 8;
+            INFO(dtype_name(dt) << " trans_a " << ta << " trans_b " << tb << " ld extra " << extra
+                                << " beta " << beta);
+            const int64_t ld = n + extra;
+            const Tensor a = full({n, ld}, 1.0).to(dt).to(Device::cuda(0));
+            const Tensor b = full({n, ld}, 1.0).to(dt).to(Device::cuda(0));
+            const Tensor c = full({n, ld}, 1.0).to(dt).to(Device::cuda(0));
+            emu::set_access_counting(true);
+            kernels::cuda::gemm_batched(dt, ta, tb, n, n, n, 1.0, a.raw_data(), ld, 0, b.raw_data(),
+                                        ld, 0, beta, c.raw_data(), ld, 0, 1);
+            cuda::synchronize();
+            const emu::AccessCounts counts = emu::access_counts();
+            emu::set_access_counting(false);
+            const double vector_loads = 2.0 * n / (V * BN);  // of A and B, per output
+            const double c_loads = beta != 0 ? (extra == 0 ? 1 / V : 1) : 0;
+            CHECK(counts.launches == 1);
+            CHECK(counts.global_reads.accesses / outputs ==
+                  Approx((extra == 0 ? vector_loads : vector_loads * V) + c_loads));
+            CHECK(counts.global_reads.bytes / outputs ==
+                  Approx(vector_loads * V * elem + (beta != 0 ? elem : 0)));
+            CHECK(counts.global_writes.accesses / outputs == Approx(extra == 0 ? 1 / V : 1));
+            CHECK(counts.global_writes.bytes / outputs == Approx(elem));
+            // Every output is 128 (the sum of 128 ones), plus 2 * 1 where beta = 2.
+            const std::vector<double> got = c.to_vector<double>();
+            int64_t right = 0;
+            for (int64_t i = 0; i < n; ++i)
+              for (int64_t j = 0; j < n; ++j)
+                right += got[static_cast<size_t>(i * ld + j)] == n + beta;
+            CHECK(right == n * n);
+          }
+  cuda::set_gemm_backend(saved);
+}
+#endif  // EMBER_CUDA_EMULATED
 
 #endif  // EMBER_WITH_CUDA
