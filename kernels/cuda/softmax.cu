@@ -11,6 +11,8 @@
 // Kernels:
 //   softmax_rows_kernel / softmax_backward_rows_kernel        inner == 1: each softmax is one
 //       contiguous row of D elements; a warp per row for D <= kWarpRowMax, else a block per row.
+//       Each thread reads and writes V consecutive elements at a time: 16 bytes (V = 4 floats,
+//       2 doubles) when every row starts on 16 bytes, else one (kernels/cuda/row_vec.cuh).
 //   softmax_columns_kernel / softmax_backward_columns_kernel  inner > 1: one thread per (o, k).
 #include "kernels/softmax.h"
 
@@ -18,6 +20,7 @@
 
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/row_vec.cuh"
 
 namespace ember::kernels::cuda {
 
@@ -25,8 +28,8 @@ namespace {
 
 constexpr int kWarp = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
-constexpr int kRowWarps = 8;            // warps per block of the row kernels (256 threads)
-constexpr int64_t kWarpRowMax = 1024;   // rows up to this length: one warp each (<= 32 per lane)
+constexpr int kRowWarps = 8;           // warps per block of the row kernels (256 threads)
+constexpr int64_t kWarpRowMax = 1024;  // rows up to this length: one warp each (<= 32 per lane)
 
 // exp_t, log_t: CUDA's precise expf / exp and logf / log in the element type
 // (kernels/cuda/device_math.cuh).
@@ -52,7 +55,8 @@ struct Plus {
 // result, and the same one (each pair adds a + b and b + a, equal in floating point).
 template <typename V, typename Op>
 __device__ inline V warp_allreduce(V v, Op op) {
-  for (int delta = kWarp / 2; delta > 0; delta /= 2) v = op(v, __shfl_xor_sync(kFullMask, v, delta));
+  for (int delta = kWarp / 2; delta > 0; delta /= 2)
+    v = op(v, __shfl_xor_sync(kFullMask, v, delta));
   return v;
 }
 
@@ -74,7 +78,7 @@ __device__ inline V row_allreduce(V v, Op op, bool block_per_row, V* smem) {
 }
 
 // How the threads of a row kernel walk a row: the first row, the row stride, and this thread's
-// first j and j step within the row. Block shape (32, kRowWarps).
+// first j and j step within the row, counted in vectors of V elements. Block shape (32, kRowWarps).
 struct RowWalk {
   int64_t first_row, row_stride;
   int j_first, j_step;
@@ -96,31 +100,46 @@ __device__ inline RowWalk row_walk(bool block_per_row) {
 // Three passes over the row: (1) m = max, (2) s = sum of exp(x - m) in double, (3) write
 // y = exp(x - m) / s, or (x - m) - log(s) for log_softmax. Passes 2 and 3 recompute exp rather
 // than storing it in y and reading it back (the same float value, one less write + read).
-// Memory: in every pass the threads of a warp read (and in pass 3 write) 32 consecutive
-// elements per step — coalesced; passes 2 and 3 mostly hit L1/L2. Shared memory (block mode
-// only) holds one partial max / sum per warp, see row_allreduce.
-template <typename T>
+// Memory: in every pass the threads of a warp read (and in pass 3 write) 32 consecutive vectors
+// of V elements per step — coalesced, 512 bytes per warp and access when V * sizeof(T) is 16;
+// passes 2 and 3 mostly hit L1/L2. Shared memory (block mode only) holds one partial max / sum
+// per warp, see row_allreduce.
+template <typename T, int V>
 __global__ void __launch_bounds__(kWarp * kRowWarps)
     softmax_rows_kernel(bool log, bool block_per_row, int64_t outer, int64_t D, const T* x, T* y) {
   __shared__ T smem_max[kRowWarps];
   __shared__ double smem_sum[kRowWarps];
   const RowWalk w = row_walk(block_per_row);
+  const int64_t Q = D / V;                                                   // vectors per row
   for (const int64_t row : grid_stride(w.first_row, outer, w.row_stride)) {  // uniform in the group
     const T* xr = x + row * D;
     T* yr = y + row * D;
     T m = -INFINITY;
-    for (int64_t j = w.j_first; j < D; j += w.j_step) m = MaxKeep<T>()(m, xr[j]);
+#pragma unroll(V > 1 ? 4 : 1)
+    for (int64_t q = w.j_first; q < Q; q += w.j_step) {
+      const RowVec<T, V> a = load_row_vec<T, V>(xr, q);
+#pragma unroll
+      for (int i = 0; i < V; ++i) m = MaxKeep<T>()(m, a.v[i]);
+    }
     m = row_allreduce(m, MaxKeep<T>(), block_per_row, smem_max);
     double s = 0.0;
-    for (int64_t j = w.j_first; j < D; j += w.j_step) s += exp_t(xr[j] - m);
+#pragma unroll(V > 1 ? 4 : 1)
+    for (int64_t q = w.j_first; q < Q; q += w.j_step) {
+      const RowVec<T, V> a = load_row_vec<T, V>(xr, q);
+#pragma unroll
+      for (int i = 0; i < V; ++i) s += exp_t(a.v[i] - m);
+    }
     s = row_allreduce(s, Plus(), block_per_row, smem_sum);
-    if (!log) {
-      const double inv = 1.0 / s;
-      for (int64_t j = w.j_first; j < D; j += w.j_step)
-        yr[j] = static_cast<T>(exp_t(xr[j] - m) * inv);
-    } else {
-      const double ls = log_t(s);
-      for (int64_t j = w.j_first; j < D; j += w.j_step) yr[j] = static_cast<T>((xr[j] - m) - ls);
+    const double inv = log ? 0.0 : 1.0 / s, ls = log ? log_t(s) : 0.0;
+#pragma unroll(V > 1 ? 4 : 1)
+    for (int64_t q = w.j_first; q < Q; q += w.j_step) {
+      const RowVec<T, V> a = load_row_vec<T, V>(xr, q);
+      RowVec<T, V> out;
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+        out.v[i] =
+            log ? static_cast<T>((a.v[i] - m) - ls) : static_cast<T>(exp_t(a.v[i] - m) * inv);
+      store_row_vec<T, V>(yr, q, out);
     }
   }
 }
@@ -144,7 +163,8 @@ __global__ void __launch_bounds__(kBlock)
     for (int64_t j = 0; j < D; ++j) s += exp_t(xc[j * inner] - m);
     if (!log) {
       const double inv = 1.0 / s;
-      for (int64_t j = 0; j < D; ++j) yc[j * inner] = static_cast<T>(exp_t(xc[j * inner] - m) * inv);
+      for (int64_t j = 0; j < D; ++j)
+        yc[j * inner] = static_cast<T>(exp_t(xc[j * inner] - m) * inv);
     } else {
       const double ls = log_t(s);
       for (int64_t j = 0; j < D; ++j) yc[j * inner] = static_cast<T>((xc[j * inner] - m) - ls);
@@ -161,23 +181,40 @@ __global__ void __launch_bounds__(kBlock)
 // inner == 1. The thread layout, memory access and shared memory of softmax_rows_kernel: a warp
 // (D <= kWarpRowMax) or a block per row; warps read 32 consecutive g, y per step (coalesced);
 // smem holds one partial dot per warp in block mode.
-template <typename T>
+template <typename T, int V>
 __global__ void __launch_bounds__(kWarp * kRowWarps)
-    softmax_backward_rows_kernel(bool log, bool block_per_row, int64_t outer, int64_t D,
-                                 const T* g, const T* y, T* dx) {
+    softmax_backward_rows_kernel(bool log, bool block_per_row, int64_t outer, int64_t D, const T* g,
+                                 const T* y, T* dx) {
   __shared__ double smem_sum[kRowWarps];
   const RowWalk w = row_walk(block_per_row);
+  const int64_t Q = D / V;                                                   // vectors per row
   for (const int64_t row : grid_stride(w.first_row, outer, w.row_stride)) {  // uniform in the group
     const T* gr = g + row * D;
     const T* yr = y + row * D;
     T* out = dx + row * D;
     double dot = 0.0;
-    for (int64_t j = w.j_first; j < D; j += w.j_step)
-      dot += log ? static_cast<double>(gr[j]) : mul_rn(static_cast<double>(gr[j]), yr[j]);
+#pragma unroll(V > 1 ? 4 : 1)
+    for (int64_t q = w.j_first; q < Q; q += w.j_step) {
+      const RowVec<T, V> gv = load_row_vec<T, V>(gr, q);
+      if (log) {
+#pragma unroll
+        for (int i = 0; i < V; ++i) dot += static_cast<double>(gv.v[i]);
+      } else {
+        const RowVec<T, V> yv = load_row_vec<T, V>(yr, q);
+#pragma unroll
+        for (int i = 0; i < V; ++i) dot += mul_rn(static_cast<double>(gv.v[i]), yv.v[i]);
+      }
+    }
     dot = row_allreduce(dot, Plus(), block_per_row, smem_sum);
-    for (int64_t j = w.j_first; j < D; j += w.j_step) {
-      out[j] = log ? static_cast<T>(gr[j] - mul_rn(exp_t(yr[j]), dot))
-                   : static_cast<T>(yr[j] * (gr[j] - dot));
+#pragma unroll(V > 1 ? 4 : 1)
+    for (int64_t q = w.j_first; q < Q; q += w.j_step) {
+      const RowVec<T, V> gv = load_row_vec<T, V>(gr, q), yv = load_row_vec<T, V>(yr, q);
+      RowVec<T, V> d;
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+        d.v[i] = log ? static_cast<T>(gv.v[i] - mul_rn(exp_t(yv.v[i]), dot))
+                     : static_cast<T>(yv.v[i] * (gv.v[i] - dot));
+      store_row_vec<T, V>(out, q, d);
     }
   }
 }
@@ -186,8 +223,8 @@ __global__ void __launch_bounds__(kWarp * kRowWarps)
 // (coalesced), as in softmax_columns_kernel. No shared memory.
 template <typename T>
 __global__ void __launch_bounds__(kBlock)
-    softmax_backward_columns_kernel(bool log, int64_t outer, int64_t D, int64_t inner,
-                                    const T* g, const T* y, T* dx) {
+    softmax_backward_columns_kernel(bool log, int64_t outer, int64_t D, int64_t inner, const T* g,
+                                    const T* y, T* dx) {
   const int64_t total = outer * inner;
   for (const int64_t t : grid_stride(total)) {
     const int64_t o = t / inner, k = t % inner;
@@ -220,18 +257,26 @@ void softmax_forward(DType dtype, bool log, int64_t outer, int64_t D, int64_t in
     auto* ys = static_cast<scalar_t*>(y);
     if (inner == 1) {
       const bool block_per_row = D > kWarpRowMax;
-      EMBER_LAUNCH(rows_grid(outer, block_per_row), dim3(kWarp, kRowWarps), 0, stream(), softmax_rows_kernel<scalar_t>)(log, block_per_row, outer, D, xs, ys);
+      const unsigned grid = rows_grid(outer, block_per_row);
+      if (rows_aligned<scalar_t>(D, {xs, ys})) {
+        EMBER_LAUNCH(grid, dim3(kWarp, kRowWarps), 0, stream(),
+                     softmax_rows_kernel<scalar_t, kRowVec<scalar_t>>)
+        (log, block_per_row, outer, D, xs, ys);
+      } else {
+        EMBER_LAUNCH(grid, dim3(kWarp, kRowWarps), 0, stream(), softmax_rows_kernel<scalar_t, 1>)
+        (log, block_per_row, outer, D, xs, ys);
+      }
       EMBER_LAUNCH_CHECK("softmax_rows_kernel");
     } else {
-      EMBER_LAUNCH(grid_for(outer * inner), kBlock, 0, stream(), softmax_columns_kernel<scalar_t>)(
-          log, outer, D, inner, xs, ys);
+      EMBER_LAUNCH(grid_for(outer * inner), kBlock, 0, stream(), softmax_columns_kernel<scalar_t>)
+      (log, outer, D, inner, xs, ys);
       EMBER_LAUNCH_CHECK("softmax_columns_kernel");
     }
   });
 }
 
-void softmax_backward(DType dtype, bool log, int64_t outer, int64_t D, int64_t inner,
-                      const void* g, const void* y, void* dx) {
+void softmax_backward(DType dtype, bool log, int64_t outer, int64_t D, int64_t inner, const void* g,
+                      const void* y, void* dx) {
   EMBER_DISPATCH_FLOAT(dtype, log ? "log_softmax" : "softmax", [&] {
     if (outer * D * inner <= 0) return;  // no element to write (the dtype is checked first)
     const auto* gs = static_cast<const scalar_t*>(g);
@@ -239,12 +284,21 @@ void softmax_backward(DType dtype, bool log, int64_t outer, int64_t D, int64_t i
     auto* dxs = static_cast<scalar_t*>(dx);
     if (inner == 1) {
       const bool block_per_row = D > kWarpRowMax;
-      EMBER_LAUNCH(rows_grid(outer, block_per_row), dim3(kWarp, kRowWarps), 0, stream(), softmax_backward_rows_kernel<scalar_t>)(
-          log, block_per_row, outer, D, gs, ys, dxs);
+      const unsigned grid = rows_grid(outer, block_per_row);
+      if (rows_aligned<scalar_t>(D, {gs, ys, dxs})) {
+        EMBER_LAUNCH(grid, dim3(kWarp, kRowWarps), 0, stream(),
+                     softmax_backward_rows_kernel<scalar_t, kRowVec<scalar_t>>)
+        (log, block_per_row, outer, D, gs, ys, dxs);
+      } else {
+        EMBER_LAUNCH(grid, dim3(kWarp, kRowWarps), 0, stream(),
+                     softmax_backward_rows_kernel<scalar_t, 1>)
+        (log, block_per_row, outer, D, gs, ys, dxs);
+      }
       EMBER_LAUNCH_CHECK("softmax_backward_rows_kernel");
     } else {
-      EMBER_LAUNCH(grid_for(outer * inner), kBlock, 0, stream(), softmax_backward_columns_kernel<scalar_t>)(
-          log, outer, D, inner, gs, ys, dxs);
+      EMBER_LAUNCH(grid_for(outer * inner), kBlock, 0, stream(),
+                   softmax_backward_columns_kernel<scalar_t>)
+      (log, outer, D, inner, gs, ys, dxs);
       EMBER_LAUNCH_CHECK("softmax_backward_columns_kernel");
     }
   });

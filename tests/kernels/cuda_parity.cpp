@@ -732,6 +732,50 @@ TEST_CASE("cuda sweep: softmax and log_softmax over the last and the first dim",
   }
 }
 
+// The row kernels read and write 16 bytes at a time (4 floats, 2 doubles) when every row starts
+// on 16 bytes, and one element at a time otherwise (kernels/cuda/softmax.cu): rows of a multiple
+// of the vector, in warp mode (D <= 1024) and block mode, against a length that is a multiple
+// of 2 but not of 4, and a tensor whose first element lies 4 or 8 bytes past a boundary, in both
+// dtypes, forward and backward. In the emulation build the forward's traffic shows which path
+// ran: three reads of the row and one write, per vector or per element.
+TEST_CASE("cuda sweep: softmax rows go 16 bytes at a time where every row starts aligned",
+          "[cuda][cuda-sweep]") {
+  if (skip_without_gpu()) return;
+  uint64_t seed = 5200;
+  for (DType dt : {kFloat64, kFloat32})
+    for (const Shape& s : std::vector<Shape>{{6, 1024}, {3, 4100}, {4, 1026}, {5, 36}})
+      for (int64_t offset : {0, 1}) {
+        ++seed;
+        const int64_t n = s[0] * s[1];
+        const int64_t V = 16 / static_cast<int64_t>(dtype_size(dt));
+        const bool vectors = offset == 0 && s[1] % V == 0;
+        DYNAMIC_SECTION(dtype_name(dt) << " " << shape_str(s) << " storage offset " << offset
+                                       << (vectors ? ": 16 bytes" : ": element-wise")) {
+          Tensor x = uniform(seed, -5, 5, dt)({n + 1}).slice(0, offset, offset + n).reshape(s);
+          REQUIRE(x.is_contiguous());
+          REQUIRE(x.offset() == offset);
+          x = x.detach();
+          x.requires_grad_(true);
+          check_case("softmax", {x}, [](const Inputs& in) { return softmax(in[0], -1); });
+          check_case("log_softmax", {x}, [](const Inputs& in) { return log_softmax(in[0], -1); });
+#ifdef EMBER_CUDA_EMULATED
+          if (target().is_cuda()) {
+            const Tensor xd = same_layout_on(x.detach(), target());
+            emu::set_access_counting(true);
+            const Tensor y = softmax(xd, -1);
+            cuda::synchronize();
+            const emu::AccessCounts c = emu::access_counts();
+            emu::set_access_counting(false);
+            const double per = vectors ? 1.0 / static_cast<double>(V) : 1.0;
+            CHECK(c.launches == 1);
+            CHECK(c.global_reads.accesses == Approx(3 * per * static_cast<double>(n)));
+            CHECK(c.global_writes.accesses == Approx(per * static_cast<double>(n)));
+          }
+#endif
+        }
+      }
+}
+
 namespace {
 
 // logits [n, c] (layout l, in [-3, 3)), targets [n] with every 5th row (from row 2) set to
@@ -795,6 +839,58 @@ TEST_CASE("cuda sweep: cross_entropy with 10 and 1000 classes", "[cuda][cuda-swe
                    ce_fn(Reduction::None));
       }
     }
+  }
+}
+
+// Rows of a multiple of 16 bytes go through cross_entropy's row kernels 16 bytes at a time
+// (kernels/cuda/cross_entropy.cu; the op hands the kernels a fresh copy of the logits, so every
+// row starts aligned when the row length allows it), rows of an odd length one element at a time.
+// Both give the CPU's loss and gradient, with weights, ignored rows and label smoothing. In the
+// emulation build the forward's traffic shows which path ran: its two passes over the logits
+// make 2 N C / V reads where the other path makes 2 N C, the rest (targets, weights, the
+// reduction) being the same.
+TEST_CASE("cuda sweep: cross_entropy rows go 16 bytes at a time where every row starts aligned",
+          "[cuda][cuda-sweep]") {
+  if (skip_without_gpu()) return;
+  const int64_t n = 33;
+  uint64_t seed = 6500;
+  for (DType dt : {kFloat64, kFloat32}) {
+    const double V = 16.0 / static_cast<double>(dtype_size(dt));
+    double other_reads[2] = {0, 0};  // reads that are not the two passes over the logits
+    for (int64_t c : {1000, 999}) {
+      seed += 3;
+      const Inputs in = ce_inputs(n, c, Layout::Contiguous, true, true, seed, dt);
+      DYNAMIC_SECTION(dtype_name(dt) << " [" << n << ", " << c << "]") {
+        for (double eps : {0.0, 0.1})
+          for (Reduction r : {Reduction::Mean, Reduction::None}) {
+            INFO("label_smoothing " << eps << ", " << reduction_name(r));
+            check_case("cross_entropy", in, [r, eps](const Inputs& x) {
+              return cross_entropy(x[0], x[1], x[2], r, -100, eps);
+            });
+          }
+      }
+#ifdef EMBER_CUDA_EMULATED
+      if (target().is_cuda()) {
+        const Tensor logits = in[0].detach().to(target());
+        const Tensor t = in[1].to(target()), w = in[2].to(target());
+        emu::set_access_counting(true);
+        const Tensor loss = cross_entropy(logits, t, w, Reduction::None);
+        cuda::synchronize();
+        const double passes = 2.0 * static_cast<double>(n * c) / (c == 1000 ? V : 1.0);
+        other_reads[c == 1000 ? 0 : 1] =
+            static_cast<double>(emu::access_counts().global_reads.accesses) - passes;
+        emu::set_access_counting(false);
+      }
+#endif
+    }
+#ifdef EMBER_CUDA_EMULATED
+    if (target().is_cuda()) {
+      INFO(dtype_name(dt) << ": reads besides the passes over the logits " << other_reads[0]
+                          << " and " << other_reads[1]);
+      CHECK(other_reads[0] == other_reads[1]);
+      CHECK(other_reads[0] > 0);
+    }
+#endif
   }
 }
 
