@@ -54,6 +54,7 @@
 
 #include "bench/harness.h"
 #include "core/ember.h"
+#include "kernels/backend.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/optim.h"
@@ -368,8 +369,8 @@ Prepared prepare_adam(int64_t bytes) {
   ref.params = {p_ref.raw_data()};
   ref.grads = {g_ref.raw_data()};
   ref.sizes = {n};
-  ember::kernels::cpu::optim_kernels.adam_step(ember::kFloat32, ref, {m_ref.raw_data()},
-                                               {v_ref.raw_data()}, {}, s);
+  ember::kernels::cpu_backend().optim.adam_step(ember::kFloat32, ref, {m_ref.raw_data()},
+                                                {v_ref.raw_data()}, {}, s);
   run();
   const float* pv = p_ref.data_ptr<float>();
   const float* mv = m_ref.data_ptr<float>();

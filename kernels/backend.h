@@ -49,8 +49,16 @@ struct Backend {
   const DeviceRuntime* runtime;
 };
 
-// The CPU backend: always built.
+// The CPU backend: always built. In a portable x86-64 build (EMBER_NATIVE=OFF) there is one per
+// instruction set (kernels/cpu/isa_variant.h), and this returns the one for cpu_isa() now:
+// EMBER_CPU_ISA and set_cpu_isa switch the elementwise, reduction, softmax, cross-entropy,
+// pooling and optimizer kernels with the GEMM's.
 const Backend& cpu_backend();
+// Which compiled variant of those kernels cpu_backend() hands out now: "avx512" or "avx2" (in a
+// portable x86-64 build, on a CPU that has them), else "baseline" (compiled for the build's own
+// target: SSE2 in a portable x86-64 build, the machine itself with -march=native, NEON on
+// aarch64).
+const char* cpu_backend_variant();
 // The CUDA backend (real or emulated), or nullptr when this build has none.
 const Backend* cuda_backend();
 

@@ -74,7 +74,15 @@ struct CrossEntropyKernels {
                    const void* grad, int64_t grad_stride, const void* divisor, void* dlogits);
 };
 
-namespace cpu {
+// The CPU tables, one per instruction set the kernel file is compiled for
+// (kernels/cpu/isa_variant.h: avx2 and avx512 exist in portable x86-64 builds only).
+namespace cpu::baseline {
+extern const CrossEntropyKernels cross_entropy_kernels;
+}
+namespace cpu::avx2 {
+extern const CrossEntropyKernels cross_entropy_kernels;
+}
+namespace cpu::avx512 {
 extern const CrossEntropyKernels cross_entropy_kernels;
 }
 namespace cuda {

@@ -68,7 +68,15 @@ struct ElementwiseKernels {
   void (*arange)(DType dtype, void* out, int64_t n, double start, double step);
 };
 
-namespace cpu {
+// The CPU tables, one per instruction set the kernel file is compiled for
+// (kernels/cpu/isa_variant.h: avx2 and avx512 exist in portable x86-64 builds only).
+namespace cpu::baseline {
+extern const ElementwiseKernels elementwise_kernels;
+}
+namespace cpu::avx2 {
+extern const ElementwiseKernels elementwise_kernels;
+}
+namespace cpu::avx512 {
 extern const ElementwiseKernels elementwise_kernels;
 }
 namespace cuda {

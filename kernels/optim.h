@@ -80,7 +80,15 @@ struct OptimKernels {
                     const std::vector<void*>& max_exp_avg_sqs, const AdamStep& s);
 };
 
-namespace cpu {
+// The CPU tables, one per instruction set the kernel file is compiled for
+// (kernels/cpu/isa_variant.h: avx2 and avx512 exist in portable x86-64 builds only).
+namespace cpu::baseline {
+extern const OptimKernels optim_kernels;
+}
+namespace cpu::avx2 {
+extern const OptimKernels optim_kernels;
+}
+namespace cpu::avx512 {
 extern const OptimKernels optim_kernels;
 }
 namespace cuda {

@@ -26,7 +26,15 @@ struct PoolKernels {
   void (*avg_backward)(DType dtype, const PoolGeometry& g, const void* dy, void* dx);
 };
 
-namespace cpu {
+// The CPU tables, one per instruction set the kernel file is compiled for
+// (kernels/cpu/isa_variant.h: avx2 and avx512 exist in portable x86-64 builds only).
+namespace cpu::baseline {
+extern const PoolKernels pool_kernels;
+}
+namespace cpu::avx2 {
+extern const PoolKernels pool_kernels;
+}
+namespace cpu::avx512 {
 extern const PoolKernels pool_kernels;
 }
 namespace cuda {

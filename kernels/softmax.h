@@ -30,7 +30,15 @@ struct SoftmaxKernels {
                    const void* y, void* dx);
 };
 
-namespace cpu {
+// The CPU tables, one per instruction set the kernel file is compiled for
+// (kernels/cpu/isa_variant.h: avx2 and avx512 exist in portable x86-64 builds only).
+namespace cpu::baseline {
+extern const SoftmaxKernels softmax_kernels;
+}
+namespace cpu::avx2 {
+extern const SoftmaxKernels softmax_kernels;
+}
+namespace cpu::avx512 {
 extern const SoftmaxKernels softmax_kernels;
 }
 namespace cuda {

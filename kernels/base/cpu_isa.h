@@ -1,12 +1,13 @@
 // ember/kernels/base/cpu_isa.h — which SIMD instruction set the CPU kernels use, chosen when the
 // program runs.
 //
-// One build of ember carries several versions of its hottest CPU kernels (today the float32 GEMM
-// micro-kernel, its packing and the register transposes of the implicit-GEMM convolution: see
-// kernels/cpu/gemm_simd.h), each compiled for one instruction set, and picks one per process from
-// what the CPU reports. So a packager's or a container's build (no -march=native) runs the
-// AVX-512 code on a CPU that has it and the AVX2 code on one that has only that, as PyTorch's and
-// oneDNN's binaries do.
+// One build of ember carries several versions of its CPU kernels (the float32 GEMM micro-kernel,
+// its packing and the register transposes of the implicit-GEMM convolution: see
+// kernels/cpu/gemm_simd.h; and, in a portable build, the elementwise, reduction, softmax,
+// cross-entropy, pooling and optimizer kernels: kernels/cpu/isa_variant.h), each compiled for
+// one instruction set, and picks one per process from what the CPU reports. So a packager's or a
+// container's build (no -march=native, the default) runs the AVX-512 code on a CPU that has it
+// and the AVX2 code on one that has only that, as PyTorch's and oneDNN's binaries do.
 //
 //   x86-64:
 //   avx512    AVX-512 F/DQ/BW/VL with FMA: a 12 x 32 register tile in 24 of 32 zmm registers

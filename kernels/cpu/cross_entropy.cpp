@@ -9,8 +9,10 @@
 #include <limits>
 
 #include "kernels/base/parallel.h"
+#include "kernels/cpu/isa_variant.h"  // last: what follows is compiled per variant
 
-namespace ember::kernels::cpu {
+EMBER_CPU_VARIANT_BEGIN
+namespace ember::kernels::cpu::EMBER_CPU_VARIANT {
 
 namespace {
 
@@ -151,4 +153,5 @@ void cross_entropy_backward(DType dtype, int64_t N, int64_t C, int64_t S, const 
 
 const CrossEntropyKernels cross_entropy_kernels = {&cross_entropy_forward, &cross_entropy_backward};
 
-}  // namespace ember::kernels::cpu
+}  // namespace ember::kernels::cpu::EMBER_CPU_VARIANT
+EMBER_CPU_VARIANT_END

@@ -8,8 +8,10 @@
 
 #include "kernels/base/parallel.h"
 #include "kernels/base/scalar_math.h"
+#include "kernels/cpu/isa_variant.h"  // last: what follows is compiled per variant
 
-namespace ember::kernels::cpu {
+EMBER_CPU_VARIANT_BEGIN
+namespace ember::kernels::cpu::EMBER_CPU_VARIANT {
 
 namespace {
 
@@ -327,4 +329,5 @@ void arange(DType dtype, void* out, int64_t n, double start, double step) {
 const ElementwiseKernels elementwise_kernels = {&unary, &binary, &compare, &where,
                                                 &copy,  &fill,   &arange};
 
-}  // namespace ember::kernels::cpu
+}  // namespace ember::kernels::cpu::EMBER_CPU_VARIANT
+EMBER_CPU_VARIANT_END

@@ -17,8 +17,10 @@
 #endif
 
 #include "kernels/base/parallel.h"
+#include "kernels/cpu/isa_variant.h"  // last: what follows is compiled per variant
 
-namespace ember::kernels::cpu {
+EMBER_CPU_VARIANT_BEGIN
+namespace ember::kernels::cpu::EMBER_CPU_VARIANT {
 
 namespace {
 
@@ -33,10 +35,11 @@ namespace {
 //    ulp. So for GCC the fma is written out; unoptimized GCC contracts nothing, here or there.
 //    (Nor does GCC at -O1 alone: contraction comes with -fexpensive-optimizations, part of -O2,
 //    which no macro reveals. A -O1 build adds that flag, as CI's sanitizer build does, .ci/run.)
+// "Where the target has fused multiply-add" is the variant's target (kernels/cpu/isa_variant.h):
+// the avx2 and avx512 variants have it, the baseline variant of a portable x86-64 build has not.
 template <typename T>
 inline T axpy(T x, T alpha, T y) {
-#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && \
-    (defined(__FMA__) || defined(__ARM_FEATURE_FMA))
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && EMBER_CPU_HAS_FMA
   return std::fma(alpha, y, x);
 #else
   return x + alpha * y;
@@ -121,7 +124,7 @@ void sqrt_inplace(T* x, int64_t n) {
   int64_t i = 0;
 // 256-bit lanes even where AVX-512 exists: the step is mostly memory-bound, and GCC 12 warns
 // (falsely, -Wmaybe-uninitialized) inside its own _mm512_sqrt_* headers.
-#if defined(__AVX__)
+#if EMBER_CPU_HAS_AVX
   if constexpr (std::is_same_v<T, float>) {
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_sqrt_ps(_mm256_loadu_ps(x + i)));
   } else {
@@ -239,4 +242,5 @@ void adam_list(DType dtype, const ParamList& list, const std::vector<void*>& exp
 
 const OptimKernels optim_kernels = {&sgd_list, &adam_list};
 
-}  // namespace ember::kernels::cpu
+}  // namespace ember::kernels::cpu::EMBER_CPU_VARIANT
+EMBER_CPU_VARIANT_END

@@ -17,8 +17,10 @@
 #include <vector>
 
 #include "kernels/base/parallel.h"
+#include "kernels/cpu/isa_variant.h"  // last: what follows is compiled per variant
 
-namespace ember::kernels::cpu {
+EMBER_CPU_VARIANT_BEGIN
+namespace ember::kernels::cpu::EMBER_CPU_VARIANT {
 
 namespace {
 
@@ -269,4 +271,5 @@ void avg_pool2d_backward(DType dtype, const PoolGeometry& g, const void* dy, voi
 const PoolKernels pool_kernels = {&max_pool2d_forward, &max_pool2d_backward, &avg_pool2d_forward,
                                   &avg_pool2d_backward};
 
-}  // namespace ember::kernels::cpu
+}  // namespace ember::kernels::cpu::EMBER_CPU_VARIANT
+EMBER_CPU_VARIANT_END

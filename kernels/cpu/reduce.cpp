@@ -7,8 +7,10 @@
 
 #include "kernels/base/parallel.h"
 #include "kernels/base/scalar_math.h"
+#include "kernels/cpu/isa_variant.h"  // last: what follows is compiled per variant
 
-namespace ember::kernels::cpu {
+EMBER_CPU_VARIANT_BEGIN
+namespace ember::kernels::cpu::EMBER_CPU_VARIANT {
 
 namespace {
 constexpr int64_t kColumnBlock = 256;  // inner elements one task accumulates at a time
@@ -260,4 +262,5 @@ const ReduceKernels reduce_kernels = {
     &reduce_sum,   &reduce_prod, &reduce_prod_backward, &reduce_max_min, &reduce_max_min_backward,
     &reduce_cumsum};
 
-}  // namespace ember::kernels::cpu
+}  // namespace ember::kernels::cpu::EMBER_CPU_VARIANT
+EMBER_CPU_VARIANT_END

@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "kernels/base/parallel.h"
+#include "kernels/cpu/isa_variant.h"  // last: what follows is compiled per variant
 
-namespace ember::kernels::cpu {
+EMBER_CPU_VARIANT_BEGIN
+namespace ember::kernels::cpu::EMBER_CPU_VARIANT {
 
 namespace {
 constexpr int64_t kColumnBlock = 64;
@@ -110,4 +112,5 @@ void softmax_backward(DType dtype, bool log, int64_t outer, int64_t D, int64_t i
 
 const SoftmaxKernels softmax_kernels = {&softmax_forward, &softmax_backward};
 
-}  // namespace ember::kernels::cpu
+}  // namespace ember::kernels::cpu::EMBER_CPU_VARIANT
+EMBER_CPU_VARIANT_END

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/ember.h"
+#include "kernels/backend.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/pool.h"
 
@@ -159,7 +160,8 @@ void check_max_pool_2x2(int64_t planes, int64_t H, int64_t W, double nan_rate) {
   const size_t out = static_cast<size_t>(planes * g.P * g.Q);
   std::vector<T> y(out), want_y(out);
   std::vector<int64_t> idx(out, -1), want_idx(out);
-  kernels::cpu::pool_kernels.max_forward(dt, g, x.data(), y.data(), idx.data());
+  // The CPU backend's table: the variant of the instruction set in force (EMBER_CPU_ISA).
+  kernels::cpu_backend().pool.max_forward(dt, g, x.data(), y.data(), idx.data());
   reference_max_pool(g, x, want_y, want_idx);
   INFO("planes " << planes << ", " << H << " x " << W << ", NaN rate " << nan_rate);
   CHECK(same_bits(y, want_y));
