@@ -96,8 +96,9 @@ Verdict compare(const char* what, const Tensor& got_cpu, Ref ref, double atol, d
     const double err = std::fabs(static_cast<double>(got[i]) - r);
     if (!(err <= atol + rtol * std::fabs(r))) {  // written so that a NaN fails
       char buf[256];
-      std::snprintf(buf, sizeof buf, "%s[%lld] = %.9g, expected %.9g (tolerance %.3g + %.3g * |ref|)",
-                    what, static_cast<long long>(i), static_cast<double>(got[i]), r, atol, rtol);
+      std::snprintf(buf, sizeof buf,
+                    "%s[%lld] = %.9g, expected %.9g (tolerance %.3g + %.3g * |ref|)", what,
+                    static_cast<long long>(i), static_cast<double>(got[i]), r, atol, rtol);
       return {false, buf};
     }
   }
@@ -150,12 +151,12 @@ Prepared prepare_unary(int64_t bytes, bool is_exp) {
   Prepared p;
   p.bytes = 2.0 * 4.0 * static_cast<double>(n);
   if (is_exp) {
-    p.verdict = compare("exp(x)", y_cpu, [xv](int64_t i) { return std::exp(double(xv[i])); },
-                        1e-7, 1e-6);
+    p.verdict = compare(
+        "exp(x)", y_cpu, [xv](int64_t i) { return std::exp(double(xv[i])); }, 1e-7, 1e-6);
     p.run = [x] { ember::exp(x); };
   } else {
-    p.verdict = compare("relu(x)", y_cpu,
-                        [xv](int64_t i) { return std::max(0.0, double(xv[i])); }, 0.0, 0.0);
+    p.verdict = compare(
+        "relu(x)", y_cpu, [xv](int64_t i) { return std::max(0.0, double(xv[i])); }, 0.0, 0.0);
     p.run = [x] { ember::relu(x); };
   }
   return p;
@@ -173,8 +174,8 @@ Prepared prepare_add(int64_t bytes) {
   Prepared p;
   p.bytes = 3.0 * 4.0 * static_cast<double>(n);
   // float + float rounded once is exact to compare with the double sum rounded to float.
-  p.verdict = compare("a + b", y_cpu, [av, bv](int64_t i) { return double(av[i] + bv[i]); },
-                      0.0, 0.0);
+  p.verdict = compare(
+      "a + b", y_cpu, [av, bv](int64_t i) { return double(av[i] + bv[i]); }, 0.0, 0.0);
   p.run = [a, b] { ember::add(a, b); };
   return p;
 }
@@ -190,9 +191,9 @@ Prepared prepare_broadcast_add(int64_t bytes) {
   const float* bv = b_cpu.data_ptr<float>();
   Prepared p;
   p.bytes = 4.0 * (2.0 * static_cast<double>(rows * kRowLength) + kRowLength);
-  p.verdict = compare("a + b[row]", y_cpu,
-                      [av, bv](int64_t i) { return double(av[i] + bv[i % kRowLength]); }, 0.0,
-                      0.0);
+  p.verdict = compare(
+      "a + b[row]", y_cpu, [av, bv](int64_t i) { return double(av[i] + bv[i % kRowLength]); }, 0.0,
+      0.0);
   p.run = [a, b] { ember::add(a, b); };
   return p;
 }
@@ -206,13 +207,14 @@ Prepared prepare_sum_rows(int64_t bytes) {
   const float* xv = x_cpu.data_ptr<float>();
   Prepared p;
   p.bytes = 4.0 * static_cast<double>(rows * kRowLength + rows);
-  p.verdict = compare("sum(x, 1)", y_cpu,
-                      [xv](int64_t r) {
-                        double s = 0;
-                        for (int64_t j = 0; j < kRowLength; ++j) s += xv[r * kRowLength + j];
-                        return s;
-                      },
-                      1e-4, 1e-5);
+  p.verdict = compare(
+      "sum(x, 1)", y_cpu,
+      [xv](int64_t r) {
+        double s = 0;
+        for (int64_t j = 0; j < kRowLength; ++j) s += xv[r * kRowLength + j];
+        return s;
+      },
+      1e-4, 1e-5);
   p.run = [x] { ember::sum(x, {1}); };
   return p;
 }
@@ -230,7 +232,8 @@ Prepared prepare_sum_all(int64_t bytes) {
   p.bytes = 4.0 * static_cast<double>(n + 1);
   // The sum of n normal values is ~sqrt(n) in size (16384 at 1 GB): rtol covers the rounding
   // of the result to float, atol an accumulation order other than this loop's.
-  p.verdict = compare("sum(x)", y_cpu, [s](int64_t) { return s; }, 1e-3, 1e-5);
+  p.verdict = compare(
+      "sum(x)", y_cpu, [s](int64_t) { return s; }, 1e-3, 1e-5);
   p.run = [x] { ember::sum(x); };
   return p;
 }
@@ -314,19 +317,20 @@ Prepared prepare_cross_entropy(int64_t bytes) {
   const double mean_ref = loss_sum / static_cast<double>(N);
   Prepared p;
   p.bytes = 3.0 * 4.0 * static_cast<double>(N * C) + 36.0 * static_cast<double>(N);
-  p.verdict = compare("cross_entropy", mean.cpu(), [mean_ref](int64_t) { return mean_ref; },
-                      1e-5, 1e-5);
+  p.verdict = compare(
+      "cross_entropy", mean.cpu(), [mean_ref](int64_t) { return mean_ref; }, 1e-5, 1e-5);
   if (p.verdict.ok) {
     // dlogits[i, c] = (softmax(x_i)[c] - [c == t_i]) / N: values near 1/(1000 N), so atol is
     // scaled by 1/N too.
     const double inv_n = 1.0 / static_cast<double>(N);
-    p.verdict = compare("dlogits", dlogits.cpu(),
-                        [&](int64_t k) {
-                          const int64_t i = k / C, c = k % C;
-                          const double prob = std::exp(double(xv[k]) - lse_ref[i]);
-                          return (prob - (c == tv[i] ? 1.0 : 0.0)) * inv_n;
-                        },
-                        1e-8 * inv_n, 1e-4);
+    p.verdict = compare(
+        "dlogits", dlogits.cpu(),
+        [&](int64_t k) {
+          const int64_t i = k / C, c = k % C;
+          const double prob = std::exp(double(xv[k]) - lse_ref[i]);
+          return (prob - (c == tv[i] ? 1.0 : 0.0)) * inv_n;
+        },
+        1e-8 * inv_n, 1e-4);
   }
   p.run = run;
   return p;
@@ -378,13 +382,14 @@ Prepared prepare_adam(int64_t bytes) {
   // Both devices round the same operations; the CPU build may skip an FMA (kernels/optim.h).
   Prepared p;
   p.bytes = 7.0 * 4.0 * static_cast<double>(n);
-  p.verdict = compare("param", param.cpu(), [pv](int64_t i) { return double(pv[i]); }, 1e-7, 1e-6);
+  p.verdict = compare(
+      "param", param.cpu(), [pv](int64_t i) { return double(pv[i]); }, 1e-7, 1e-6);
   if (p.verdict.ok)
-    p.verdict = compare("exp_avg", exp_avg.cpu(), [mv](int64_t i) { return double(mv[i]); },
-                        1e-9, 1e-6);
+    p.verdict = compare(
+        "exp_avg", exp_avg.cpu(), [mv](int64_t i) { return double(mv[i]); }, 1e-9, 1e-6);
   if (p.verdict.ok)
-    p.verdict = compare("exp_avg_sq", exp_avg_sq.cpu(), [vv](int64_t i) { return double(vv[i]); },
-                        1e-12, 1e-6);
+    p.verdict = compare(
+        "exp_avg_sq", exp_avg_sq.cpu(), [vv](int64_t i) { return double(vv[i]); }, 1e-12, 1e-6);
   p.run = run;
   return p;
 }
@@ -412,7 +417,8 @@ std::string size_label(int64_t mb) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"bench_memory: ember's memory-bound CUDA kernels vs device-to-device copy bandwidth"};
+  CLI::App app{
+      "bench_memory: ember's memory-bound CUDA kernels vs device-to-device copy bandwidth"};
   int64_t max_mb = 1024;
   int runs = 20;
   std::string json_path;
@@ -437,8 +443,8 @@ int main(int argc, char** argv) {
   try {
     const std::string header = bench::gpu_header(0);
     std::cout << "ember bench_memory: memory-bound kernels vs device-to-device copy, float32\n"
-              << header
-              << "  method: median of " << runs << " runs after 3 warm-ups, CUDA events, L2 "
+              << header << "  method: median of " << runs
+              << " runs after 3 warm-ups, CUDA events, L2 "
               << "flushed before each run; every result checked against a CPU reference first\n"
               << "  GB/s = bytes moved / time (S = bytes of the main tensor; formula per row); "
               << "goal: >= " << kGoal << "% of copy from " << kGoalFromMB << " MB up\n\n";

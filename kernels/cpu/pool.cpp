@@ -130,31 +130,31 @@ template <typename T>
 void max_forward_typed(const PoolGeometry& g, const T* x, T* y, int64_t* idx) {
   const int64_t planes = g.N * g.C, in_plane = g.H * g.W, out_plane = g.P * g.Q;
   const bool k2s2 = is_2x2_stride_2(g);
-  parallel_for(0, planes, plane_grain(out_plane * g.kernel_h * g.kernel_w), [&](int64_t b,
-                                                                                int64_t e) {
-    for (int64_t plane = b; plane < e; ++plane) {
-      const T* xp = x + plane * in_plane;
-      T* yp = y + plane * out_plane;
-      int64_t* ip = idx + plane * out_plane;
-      for (int64_t p = 0; p < g.P; ++p) {
-        const Span rows = window(p, g.stride_h, g.pad_h, g.kernel_h, g.dil_h, g.H);
-        if (k2s2) {
-          const T* r0 = xp + 2 * p * g.W;
-          const int64_t nans = max_row_2x2(r0, r0 + g.W, g.W, g.Q, 2 * p * g.W, yp + p * g.Q,
-                                           ip + p * g.Q);
-          if (nans == 0) continue;  // else the general loop below redoes the row
-        }
-        for (int64_t q = 0; q < g.Q; ++q) {
-          // The scan covers only the taps inside the plane: padding (-inf) never wins, even
-          // over an input of -inf, whose index is then the first real tap.
-          const Span cols = window(q, g.stride_w, g.pad_w, g.kernel_w, g.dil_w, g.W);
-          const int64_t at = argmax_window(xp, g.W, rows, cols);
-          yp[p * g.Q + q] = xp[at];
-          ip[p * g.Q + q] = at;
-        }
-      }
-    }
-  });
+  parallel_for(0, planes, plane_grain(out_plane * g.kernel_h * g.kernel_w),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t plane = b; plane < e; ++plane) {
+                   const T* xp = x + plane * in_plane;
+                   T* yp = y + plane * out_plane;
+                   int64_t* ip = idx + plane * out_plane;
+                   for (int64_t p = 0; p < g.P; ++p) {
+                     const Span rows = window(p, g.stride_h, g.pad_h, g.kernel_h, g.dil_h, g.H);
+                     if (k2s2) {
+                       const T* r0 = xp + 2 * p * g.W;
+                       const int64_t nans = max_row_2x2(r0, r0 + g.W, g.W, g.Q, 2 * p * g.W,
+                                                        yp + p * g.Q, ip + p * g.Q);
+                       if (nans == 0) continue;  // else the general loop below redoes the row
+                     }
+                     for (int64_t q = 0; q < g.Q; ++q) {
+                       // The scan covers only the taps inside the plane: padding (-inf) never wins,
+                       // even over an input of -inf, whose index is then the first real tap.
+                       const Span cols = window(q, g.stride_w, g.pad_w, g.kernel_w, g.dil_w, g.W);
+                       const int64_t at = argmax_window(xp, g.W, rows, cols);
+                       yp[p * g.Q + q] = xp[at];
+                       ip[p * g.Q + q] = at;
+                     }
+                   }
+                 }
+               });
 }
 
 // Each plane: clear dx, then walk the outputs in row-major order adding dy into the picked
@@ -182,23 +182,23 @@ void max_backward_typed(const PoolGeometry& g, const T* dy, const int64_t* idx, 
 template <typename T>
 void avg_forward_typed(const PoolGeometry& g, const T* x, T* y) {
   const int64_t planes = g.N * g.C, in_plane = g.H * g.W, out_plane = g.P * g.Q;
-  parallel_for(0, planes, plane_grain(out_plane * g.kernel_h * g.kernel_w), [&](int64_t b,
-                                                                                int64_t e) {
-    for (int64_t plane = b; plane < e; ++plane) {
-      const T* xp = x + plane * in_plane;
-      T* yp = y + plane * out_plane;
-      for (int64_t p = 0; p < g.P; ++p) {
-        const Span rows = window(p, g.stride_h, g.pad_h, g.kernel_h, 1, g.H);
-        for (int64_t q = 0; q < g.Q; ++q) {
-          const Span cols = window(q, g.stride_w, g.pad_w, g.kernel_w, 1, g.W);
-          double s = 0.0;
-          for (int64_t h = rows.begin; h < rows.end; ++h)
-            for (int64_t w = cols.begin; w < cols.end; ++w) s += xp[h * g.W + w];
-          yp[p * g.Q + q] = static_cast<T>(s / static_cast<double>(avg_pool_divisor(g, p, q)));
+  parallel_for(
+      0, planes, plane_grain(out_plane * g.kernel_h * g.kernel_w), [&](int64_t b, int64_t e) {
+        for (int64_t plane = b; plane < e; ++plane) {
+          const T* xp = x + plane * in_plane;
+          T* yp = y + plane * out_plane;
+          for (int64_t p = 0; p < g.P; ++p) {
+            const Span rows = window(p, g.stride_h, g.pad_h, g.kernel_h, 1, g.H);
+            for (int64_t q = 0; q < g.Q; ++q) {
+              const Span cols = window(q, g.stride_w, g.pad_w, g.kernel_w, 1, g.W);
+              double s = 0.0;
+              for (int64_t h = rows.begin; h < rows.end; ++h)
+                for (int64_t w = cols.begin; w < cols.end; ++w) s += xp[h * g.W + w];
+              yp[p * g.Q + q] = static_cast<T>(s / static_cast<double>(avg_pool_divisor(g, p, q)));
+            }
+          }
         }
-      }
-    }
-  });
+      });
 }
 
 // Gathers, for each input (h, w), dy / divisor of every window that contains it (outputs in
@@ -217,8 +217,8 @@ void avg_backward_typed(const PoolGeometry& g, const T* dy, T* dx) {
     row_cover[static_cast<size_t>(h)] = covering(h, g.stride_h, g.pad_h, g.kernel_h, g.P);
   for (int64_t w = 0; w < g.W; ++w)
     col_cover[static_cast<size_t>(w)] = covering(w, g.stride_w, g.pad_w, g.kernel_w, g.Q);
-  const int64_t per_input = ((g.kernel_h + g.stride_h - 1) / g.stride_h) *
-                            ((g.kernel_w + g.stride_w - 1) / g.stride_w);
+  const int64_t per_input =
+      ((g.kernel_h + g.stride_h - 1) / g.stride_h) * ((g.kernel_w + g.stride_w - 1) / g.stride_w);
   parallel_for(0, planes, plane_grain(in_plane * per_input), [&](int64_t b, int64_t e) {
     for (int64_t plane = b; plane < e; ++plane) {
       const T* gp = dy + plane * out_plane;
@@ -248,8 +248,8 @@ void max_pool2d_forward(DType dtype, const PoolGeometry& g, const void* x, void*
   });
 }
 
-void max_pool2d_backward(DType dtype, const PoolGeometry& g, const void* dy,
-                         const int64_t* indices, void* dx) {
+void max_pool2d_backward(DType dtype, const PoolGeometry& g, const void* dy, const int64_t* indices,
+                         void* dx) {
   EMBER_DISPATCH_FLOAT(dtype, "max_pool2d backward", [&] {
     max_backward_typed<scalar_t>(g, static_cast<const scalar_t*>(dy), indices,
                                  static_cast<scalar_t*>(dx));

@@ -19,7 +19,6 @@ namespace ember::kernels::cpu::EMBER_CPU_VARIANT {
 namespace {
 constexpr int64_t kColumnBlock = 64;
 
-
 template <typename T>
 void forward_typed(bool log, int64_t outer, int64_t D, int64_t inner, const T* x, T* y) {
   for_each_column_block(outer, D, inner, kColumnBlock, [&](int64_t o, int64_t k0, int64_t kn) {
@@ -102,8 +101,8 @@ void softmax_forward(DType dtype, bool log, int64_t outer, int64_t D, int64_t in
   });
 }
 
-void softmax_backward(DType dtype, bool log, int64_t outer, int64_t D, int64_t inner,
-                      const void* g, const void* y, void* dx) {
+void softmax_backward(DType dtype, bool log, int64_t outer, int64_t D, int64_t inner, const void* g,
+                      const void* y, void* dx) {
   EMBER_DISPATCH_FLOAT(dtype, log ? "log_softmax" : "softmax", [&] {
     backward_typed<scalar_t>(log, outer, D, inner, static_cast<const scalar_t*>(g),
                              static_cast<const scalar_t*>(y), static_cast<scalar_t*>(dx));

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/ember.h"
+#include "cpu_isa_test_util.h"
 #include "kernels/backend.h"
 #include "kernels/base/cpu_isa.h"
 #include "nn/nn.h"
@@ -30,22 +31,10 @@
 
 using namespace ember;
 using kernels::CpuIsa;
+using test::IsaScope;
+using test::runnable_isas;
 
 namespace {
-
-struct IsaScope {
-  CpuIsa saved = kernels::cpu_isa();
-  explicit IsaScope(CpuIsa isa) { kernels::set_cpu_isa(isa); }
-  ~IsaScope() { kernels::set_cpu_isa(saved); }
-};
-
-std::vector<CpuIsa> runnable_isas() {
-  std::vector<CpuIsa> v;
-  for (CpuIsa isa : {CpuIsa::Avx512, CpuIsa::Avx2, CpuIsa::Neon, CpuIsa::Baseline}) {
-    if (kernels::isa_supported(isa)) v.push_back(isa);
-  }
-  return v;
-}
 
 // Does this build compile the kernels per instruction set? CMake says so (EMBER_CPU_VARIANTS in
 // CMakeLists.txt): a portable x86-64 build does, a -march=native or aarch64 one does not.

@@ -18,30 +18,17 @@
 #include <random>
 #include <vector>
 
+#include "cpu_isa_test_util.h"
 #include "kernels/base/cpu_isa.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_simd.h"
 
 using namespace ember;
 using kernels::CpuIsa;
+using test::IsaScope;
+using test::runnable_isas;
 
 namespace {
-
-// Switches the CPU kernels to one instruction set for a scope, and back to the one in use.
-struct IsaScope {
-  CpuIsa saved = kernels::cpu_isa();
-  explicit IsaScope(CpuIsa isa) { kernels::set_cpu_isa(isa); }
-  ~IsaScope() { kernels::set_cpu_isa(saved); }
-};
-
-// The instruction sets this machine can run, best first.
-std::vector<CpuIsa> runnable_isas() {
-  std::vector<CpuIsa> v;
-  for (CpuIsa isa : {CpuIsa::Avx512, CpuIsa::Avx2, CpuIsa::Neon, CpuIsa::Baseline}) {
-    if (kernels::isa_supported(isa)) v.push_back(isa);
-  }
-  return v;
-}
 
 // The instruction sets with a SIMD kernel that this machine can run (none: the tests of the
 // kernel itself say SKIPPED).
@@ -101,7 +88,7 @@ void via_gemm(const Layout& l, float alpha, const float* a, const float* b, floa
 void via_kernel(const Layout& l, float alpha, const float* a, const float* b, float beta,
                 float* c) {
   kernels::cpu::sgemm_simd(l.ta, l.tb, l.M, l.N, l.K, alpha, a, l.lda(), b, l.ldb(), beta, c,
-                             l.ldc());
+                           l.ldc());
 }
 
 // Runs one product and checks every element of C (inside: the reference within float32's
@@ -392,8 +379,8 @@ TEST_CASE("sgemm_simd_rows: operands given by row tables give the dense product'
   // some before the base pointer (negative offsets); the result must be the bits of the same
   // product on dense copies, whose sum order is the same.
   std::mt19937 gen(11);
-  const std::vector<std::array<int64_t, 3>> sizes = {
-      {1, 1, 1}, {13, 33, 7}, {12, 32, 256}, {25, 47, 300}, {40, 100, 530}, {7, 530, 17}};
+  const std::vector<std::array<int64_t, 3>> sizes = {{1, 1, 1},     {13, 33, 7},    {12, 32, 256},
+                                                     {25, 47, 300}, {40, 100, 530}, {7, 530, 17}};
   for (CpuIsa isa : kernel_isas()) {
     IsaScope scope(isa);
     for (const auto& mnk : sizes) {
@@ -443,8 +430,8 @@ TEST_CASE("sgemm_simd_rows: operands given by row tables give the dense product'
   }
   if (kernel_isas().empty()) return;
   CHECK_THROWS_WITH(kernels::cpu::sgemm_simd_rows(true, false, 1, 1, 1, 1.0f, nullptr, 1,
-                                                    std::vector<int64_t>{0}.data(), nullptr, 0,
-                                                    nullptr, 0.0f, nullptr, 1),
+                                                  std::vector<int64_t>{0}.data(), nullptr, 0,
+                                                  nullptr, 0.0f, nullptr, 1),
                     Catch::Matchers::Contains("trans_a = false"));
 }
 
